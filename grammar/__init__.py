@@ -1,0 +1,1 @@
+"""The rubric grammar, shipped inside the wheel as ``admiss.grammar``."""

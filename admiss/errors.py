@@ -1,0 +1,89 @@
+"""The error tree. Every user mistake becomes a Diagnostic; only these reach the CLI."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import attrs
+
+from admiss.source import NO_SPAN, Source, Span
+
+
+@attrs.frozen
+class Diagnostic:
+    """One located problem: a stable code, a severity, a message and an optional hint."""
+
+    code: str
+    message: str
+    span: Span = NO_SPAN
+    severity: str = "error"
+    hint: str | None = None
+    file: str | None = None
+
+    def location(self) -> str:
+        name = self.file or "<input>"
+        if self.span.line <= 0:
+            return name
+        return f"{name}:{self.span.line}:{self.span.column}"
+
+    def render(self, source: Source | None = None) -> str:
+        """``file:line:col: CODE message``, the source line with a caret, then the hint."""
+        lines = [f"{self.location()}: {self.code} {self.message}"]
+        if source is not None and self.span.line > 0:
+            snippet = source.snippet(self.span)
+            if snippet:
+                lines.append(snippet)
+        if self.hint:
+            lines.append(f"  hint: {self.hint}")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict:
+        return {
+            "code": self.code,
+            "severity": self.severity,
+            "message": self.message,
+            "file": self.file,
+            "line": self.span.line,
+            "column": self.span.column,
+            "end_line": self.span.end_line,
+            "end_column": self.span.end_column,
+            "hint": self.hint,
+        }
+
+
+class AdmissError(Exception):
+    """Base of every error admiss raises for bad input. Carries its diagnostics."""
+
+    exit_code = 2
+
+    def __init__(self, diagnostics: Iterable[Diagnostic], source: Source | None = None):
+        self.diagnostics = tuple(diagnostics)
+        self.source = source
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        return "\n".join(d.render(self.source) for d in self.diagnostics)
+
+
+class RubricSyntaxError(AdmissError):
+    """The rubric text does not parse."""
+
+
+class RubricCompileError(AdmissError):
+    """The rubric parses but is not a valid rubric (unknown kind, duplicate, ...)."""
+
+
+class IRError(AdmissError):
+    """A compiled-IR JSON file is not valid IR."""
+
+
+class BundleError(AdmissError):
+    """A candidate bundle is not valid JSON or breaks the bundle rules."""
+
+
+class InputError(AdmissError):
+    """A file is missing or unreadable, or an argument is wrong."""
+
+
+def input_error(file: str, message: str, hint: str | None = None, code: str = "E001") -> InputError:
+    return InputError([Diagnostic(code, message, hint=hint, file=file)])

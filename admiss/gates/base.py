@@ -1,0 +1,61 @@
+"""What every gate reads and returns.
+
+A gate module exposes ``build(gate: ir.Gate, ctx: GateContext) -> GateCheck``. Building
+happens once per rubric (validators, clients and prompts are prepared then), running once
+per candidate. Cheap gates run inline; costly ones are coroutines so a rung can run them
+concurrently and cancel the rest at the first fail.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+import attrs
+
+PASS, FAIL, ABSTAIN = "pass", "fail", "abstain"
+
+
+@attrs.frozen
+class Candidate:
+    """One rung's candidate as a gate sees it."""
+
+    output: str | None
+    model: str | None = None
+    prompt: str | None = None
+    meta: dict = attrs.field(factory=dict)
+    samples: tuple[str, ...] | None = None
+    # The bundle's evidence plus the candidate's own, as validated bundle items (dicts).
+    evidence: tuple[dict, ...] = ()
+    rung: str = ""
+
+
+@attrs.frozen
+class GateResult:
+    verdict: str  # PASS, FAIL or ABSTAIN
+    score: float | None = None
+    reason: str = ""
+    # True when the gate malfunctioned (crash, timeout, malformed reply, provider failure):
+    # such results count against the gate's error budget; genuine fails do not.
+    error: bool = False
+    cost_usd: float = 0.0
+    # Anything else a report should carry (e.g. the admissibility gate's property reports).
+    details: dict[str, Any] | None = None
+
+
+@attrs.frozen
+class GateContext:
+    """What building a gate may need, prepared once per rubric run."""
+
+    rubric_dir: Path
+    config: Any = None  # admiss.config.Config once providers exist
+
+
+@attrs.frozen
+class GateCheck:
+    kind: str
+    # Cheap gates (non_empty, json_valid, schema, admissibility) run inline and in order;
+    # costly ones (subprocess, judge, consistency) run concurrently after them.
+    cheap: bool
+    run: Callable[[Candidate], GateResult] | None = None
+    arun: Callable[[Candidate], Awaitable[GateResult]] | None = None

@@ -1,0 +1,262 @@
+"""The intermediate representation: frozen attrs nodes, JSON out and back.
+
+Every node keeps a span, and every span is left out of equality (as Cedar does), so the
+same rubric written in a different layout compiles to an equal IR.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import attrs
+
+from admiss.source import NO_SPAN, Span
+
+IR_VERSION = 1
+
+# The seed's seven evidence kinds, in the seed's order.
+BUILTIN_KINDS = (
+    "procedurally_sound_tool_call",
+    "verified_external_source",
+    "final_answer",
+    "reasoning_trace",
+    "summary",
+    "interpretation",
+    "flawed_tool_call",
+)
+# Kinds the seed says never count as trusted evidence.
+UNTRUSTED_KINDS = BUILTIN_KINDS[2:]
+
+GATE_KINDS = ("non_empty", "json_valid", "schema", "admissibility", "subprocess", "judge", "consistency")
+ABSTAIN_POLICIES = ("fail_open", "fail_closed")
+VERDICTS = ("yes", "no")
+
+_span_field = attrs.field(default=NO_SPAN, eq=False, repr=False)
+
+
+@attrs.frozen
+class Ref:
+    """A name or string written in the source, with where it was written."""
+
+    value: str
+    span: Span = _span_field
+
+
+@attrs.frozen
+class Property:
+    name: str
+    title: str | None = None
+    admit: tuple[Ref, ...] = ()
+    forbid: tuple[Ref, ...] = ()
+    shortcuts: tuple[Ref, ...] = ()
+    default: Ref = Ref("no")
+    span: Span = _span_field
+
+    @property
+    def display_name(self) -> str:
+        """What the report calls the property: its title, else its name."""
+        return self.title if self.title is not None else self.name
+
+
+@attrs.frozen
+class Gate:
+    """One GATE line. Options a kind does not take stay None (analysis rejects them)."""
+
+    kind: str
+    on_abstain: str = "fail_open"
+    file: str | None = None
+    cmd: tuple[str, ...] | None = None
+    timeout_s: float | None = None
+    model: str | None = None
+    threshold: float | None = None
+    rubric: str | None = None
+    k: int | None = None
+    properties: tuple[Ref, ...] = ()
+    budget_rate: float | None = None
+    budget_window: int | None = None
+    span: Span = _span_field
+    # Where each option was written, by option name, for diagnostics that point at a value.
+    option_spans: tuple[tuple[str, Span], ...] = attrs.field(default=(), eq=False, repr=False)
+
+    def span_of(self, option: str) -> Span:
+        return dict(self.option_spans).get(option, self.span)
+
+
+@attrs.frozen
+class Rung:
+    name: str
+    model: str | None = None
+    gates: tuple[Gate, ...] = ()
+    # True for the one rung of a CHAIN whose gates stand directly in it.
+    implicit: bool = False
+    span: Span = _span_field
+
+
+@attrs.frozen
+class Chain:
+    name: str
+    rungs: tuple[Rung, ...] = ()
+    span: Span = _span_field
+
+
+@attrs.frozen
+class Rubric:
+    name: str
+    title: str | None = None
+    kinds: tuple[Ref, ...] = ()
+    properties: tuple[Property, ...] = ()
+    chains: tuple[Chain, ...] = ()
+    # The file the rubric came from (its base name), kept for messages, not for equality.
+    source: str | None = attrs.field(default=None, eq=False)
+    span: Span = _span_field
+
+    @property
+    def known_kinds(self) -> tuple[str, ...]:
+        return BUILTIN_KINDS + tuple(k.value for k in self.kinds)
+
+
+# ---------------------------------------------------------------- JSON out
+
+
+def _span_out(span: Span) -> list[int]:
+    return span.to_list()
+
+
+def _refs_out(refs: tuple[Ref, ...]) -> list[dict]:
+    return [_ref_out(r) for r in refs]
+
+
+def _ref_out(ref: Ref) -> dict:
+    return {"value": ref.value, "span": _span_out(ref.span)}
+
+
+def _property_out(p: Property) -> dict:
+    return {
+        "name": p.name,
+        "title": p.title,
+        "admit": _refs_out(p.admit),
+        "forbid": _refs_out(p.forbid),
+        "shortcuts": _refs_out(p.shortcuts),
+        "default": _ref_out(p.default),
+        "span": _span_out(p.span),
+    }
+
+
+_GATE_OPTIONS = ("file", "cmd", "timeout_s", "model", "threshold", "rubric", "k", "budget_rate", "budget_window")
+
+
+def _gate_out(g: Gate) -> dict:
+    out: dict[str, Any] = {"kind": g.kind, "on_abstain": g.on_abstain}
+    for name in _GATE_OPTIONS:
+        value = getattr(g, name)
+        if value is not None:
+            out[name] = list(value) if isinstance(value, tuple) else value
+    if g.properties:
+        out["properties"] = _refs_out(g.properties)
+    out["span"] = _span_out(g.span)
+    if g.option_spans:
+        out["option_spans"] = {name: _span_out(s) for name, s in g.option_spans}
+    return out
+
+
+def _rung_out(r: Rung) -> dict:
+    return {
+        "name": r.name,
+        "model": r.model,
+        "implicit": r.implicit,
+        "gates": [_gate_out(g) for g in r.gates],
+        "span": _span_out(r.span),
+    }
+
+
+def _chain_out(c: Chain) -> dict:
+    return {"name": c.name, "rungs": [_rung_out(r) for r in c.rungs], "span": _span_out(c.span)}
+
+
+def to_dict(rubric: Rubric) -> dict:
+    """The IR as plain JSON-ready data, keys in a fixed order."""
+    return {
+        "ir_version": IR_VERSION,
+        "source": rubric.source,
+        "name": rubric.name,
+        "title": rubric.title,
+        "kinds": _refs_out(rubric.kinds),
+        "properties": [_property_out(p) for p in rubric.properties],
+        "chains": [_chain_out(c) for c in rubric.chains],
+        "span": _span_out(rubric.span),
+    }
+
+
+def to_json(rubric: Rubric) -> str:
+    """Deterministic JSON text: the same IR always gives the same bytes."""
+    return json.dumps(to_dict(rubric), indent=2, ensure_ascii=False) + "\n"
+
+
+# ---------------------------------------------------------------- JSON in
+# Input is assumed to have passed the IR JSON Schema check (see admiss.irload).
+
+
+def _span_in(values: list[int] | None) -> Span:
+    return Span.from_list(values) if values else NO_SPAN
+
+
+def _ref_in(data: dict) -> Ref:
+    return Ref(data["value"], _span_in(data.get("span")))
+
+
+def _refs_in(items: list[dict]) -> tuple[Ref, ...]:
+    return tuple(_ref_in(i) for i in items)
+
+
+def _property_in(d: dict) -> Property:
+    return Property(
+        name=d["name"],
+        title=d.get("title"),
+        admit=_refs_in(d.get("admit", [])),
+        forbid=_refs_in(d.get("forbid", [])),
+        shortcuts=_refs_in(d.get("shortcuts", [])),
+        default=_ref_in(d.get("default", {"value": "no"})),
+        span=_span_in(d.get("span")),
+    )
+
+
+def _gate_in(d: dict) -> Gate:
+    options = {name: d[name] for name in _GATE_OPTIONS if d.get(name) is not None}
+    if "cmd" in options:
+        options["cmd"] = tuple(options["cmd"])
+    return Gate(
+        kind=d["kind"],
+        on_abstain=d.get("on_abstain", "fail_open"),
+        properties=_refs_in(d.get("properties", [])),
+        span=_span_in(d.get("span")),
+        option_spans=tuple((k, _span_in(v)) for k, v in d.get("option_spans", {}).items()),
+        **options,
+    )
+
+
+def _rung_in(d: dict) -> Rung:
+    return Rung(
+        name=d["name"],
+        model=d.get("model"),
+        gates=tuple(_gate_in(g) for g in d.get("gates", [])),
+        implicit=d.get("implicit", False),
+        span=_span_in(d.get("span")),
+    )
+
+
+def _chain_in(d: dict) -> Chain:
+    return Chain(name=d["name"], rungs=tuple(_rung_in(r) for r in d.get("rungs", [])), span=_span_in(d.get("span")))
+
+
+def from_dict(data: dict) -> Rubric:
+    """Rebuild the IR from :func:`to_dict` output."""
+    return Rubric(
+        name=data["name"],
+        title=data.get("title"),
+        kinds=_refs_in(data.get("kinds", [])),
+        properties=tuple(_property_in(p) for p in data.get("properties", [])),
+        chains=tuple(_chain_in(c) for c in data.get("chains", [])),
+        source=data.get("source"),
+        span=_span_in(data.get("span")),
+    )

@@ -80,8 +80,18 @@ CHAIN judged {
   GATE subprocess CMD ["a"] TIMEOUT 250ms
 }
 ''',
+    "seed.rubric": '''
+PROPERTY named_operator "Named operator evidence comes from a 10-K or 10-Q filing" {
+  ADMIT verified_external_source
+  FORBID final_answer, reasoning_trace, summary, interpretation, flawed_tool_call
+  REJECT SHORTCUT "8-K press-release exhibit", "earnings recap", "news article"
+}
+PROPERTY tested { ADMIT procedurally_sound_tool_call }
+''',
     "empty.rubric": "# nothing but a comment\n",
 }
+# Rubrics whose reports can be compared without running a chain's gates.
+WITHOUT_CHAINS = ["kinds_and_escapes.rubric", "seed.rubric", "empty.rubric"]
 
 BUNDLE = {
     "evidence": [
@@ -288,15 +298,28 @@ def test_compiling_the_ir_again_gives_the_same_bytes(rubric_files, tmp_path):
     assert _cli_compile(ir_file) == ir_file.read_bytes()
 
 
-@pytest.mark.parametrize("name", ["full.rubric", "kinds_and_escapes.rubric", "implicit.rubric", "empty.rubric"])
+@pytest.mark.parametrize("name", sorted(SOURCES))
 def test_loading_the_ir_equals_loading_the_source(rubric_files, tmp_path, name):
     ir_file = tmp_path / (Path(name).stem + ".json")
     ir_file.write_text(admiss.load(rubric_files[name]).to_ir_json(), encoding="utf-8")
     from_source, from_ir = admiss.load(rubric_files[name]), admiss.load(ir_file)
     assert from_ir.ir == from_source.ir
     assert from_ir.to_ir_json() == from_source.to_ir_json()
+
+
+@pytest.mark.parametrize("name", WITHOUT_CHAINS)
+def test_reports_through_the_ir_equal_reports_through_the_source(rubric_files, tmp_path, name):
+    ir_file = tmp_path / (Path(name).stem + ".json")
+    ir_file.write_text(admiss.load(rubric_files[name]).to_ir_json(), encoding="utf-8")
+    from_source, from_ir = admiss.load(rubric_files[name]), admiss.load(ir_file)
     assert from_ir.check(BUNDLE).to_dict() == from_source.check(BUNDLE).to_dict()
     assert from_ir.check(BUNDLE).to_text() == from_source.check(BUNDLE).to_text()
+
+
+def test_the_report_comparison_sees_every_exclusion_reason():
+    report = admiss.compile_source(SOURCES["seed.rubric"], "seed.rubric").check(BUNDLE).to_dict()
+    reasons = {e["reason"] for p in report["properties"] for e in p["excluded"]}
+    assert reasons == {"forbidden", "inadmissible", "shortcut-rejected"}
 
 
 def test_equality_ignores_spans_but_the_bytes_keep_them():

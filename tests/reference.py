@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+MISSING = "<missing>"
 RATIONALE_ADMITTED = "At least one admissible source supports the property."
 RATIONALE_MISSING = "No admissible evidence supports this property."
 RATIONALE_DEFAULT_YES = (
@@ -141,3 +142,20 @@ def to_text(report: dict) -> str:
         f"missing_evidence_count: {report['missing_evidence_count']}"
     )
     return f"{blocks}\n{tail}" if blocks else tail
+
+
+def project(actual, expected):
+    """``actual`` cut down to the shape of ``expected``: dict keys it lists, lists as a whole.
+
+    Comparing the projection with ``expected`` lets an engine add fields while every field a
+    case pins must match; lists must match element by element and in length.
+    """
+    if isinstance(expected, dict):
+        if not isinstance(actual, dict):
+            return actual
+        return {key: project(actual.get(key, MISSING), value) for key, value in expected.items()}
+    if isinstance(expected, list):
+        if not isinstance(actual, list) or len(actual) != len(expected):
+            return actual
+        return [project(a, e) for a, e in zip(actual, expected)]
+    return actual

@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import admiss
-from tests import reference as ref
-from tests.conformance.test_conformance import project
+import reference as ref
+from reference import project
 
 BUILTIN = (
     "procedurally_sound_tool_call",

@@ -13,10 +13,10 @@ import pytest
 
 import admiss
 from admiss.errors import AdmissError
+from reference import MISSING, project  # tests/ is on sys.path (tests/conftest.py)
 
 CASES_DIR = Path(__file__).parent / "cases"
 CASES = sorted(p for p in CASES_DIR.iterdir() if p.is_dir())
-MISSING = "<missing>"
 
 
 # ---------------------------------------------------------------- case files
@@ -46,23 +46,6 @@ def is_error_case(case: Path) -> bool:
 
 
 # ---------------------------------------------------------------- comparison
-
-
-def project(actual, expected):
-    """``actual`` cut down to the shape of ``expected``: dict keys it lists, lists as a whole.
-
-    Comparing the projection with ``expected`` lets an engine add fields while every field a
-    case pins must match; lists must match element by element and in length.
-    """
-    if isinstance(expected, dict):
-        if not isinstance(actual, dict):
-            return actual
-        return {key: project(actual.get(key, MISSING), value) for key, value in expected.items()}
-    if isinstance(expected, list):
-        if not isinstance(actual, list) or len(actual) != len(expected):
-            return actual
-        return [project(a, e) for a, e in zip(actual, expected)]
-    return actual
 
 
 def in_source_order(diagnostics: list[dict]) -> list[dict]:

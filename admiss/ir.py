@@ -52,6 +52,8 @@ class Property:
     shortcuts: tuple[Ref, ...] = ()
     default: Ref = Ref("no")
     span: Span = _span_field
+    # Where the first ADMIT keyword stands; an item excluded as inadmissible points here.
+    admit_span: Span = _span_field
 
     @property
     def display_name(self) -> str:
@@ -140,6 +142,7 @@ def _property_out(p: Property) -> dict:
         "shortcuts": _refs_out(p.shortcuts),
         "default": _ref_out(p.default),
         "span": _span_out(p.span),
+        "admit_span": _span_out(p.admit_span),
     }
 
 
@@ -218,6 +221,7 @@ def _property_in(d: dict) -> Property:
         shortcuts=_refs_in(d.get("shortcuts", [])),
         default=_ref_in(d.get("default", {"value": "no"})),
         span=_span_in(d.get("span")),
+        admit_span=_span_in(d.get("admit_span")),
     )
 
 

@@ -36,14 +36,20 @@ def machine_line() -> str:
     return f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs; {sys.executable}"
 
 
+def load_text() -> str:
+    # Other work on the machine moves every absolute figure; the load says how much.
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.2f} (1 min), {five:.2f} (5 min)"
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parsed_arguments(argv)
     settings = settings_for(args.quick)
-    print(f"admiss benchmarks ({'quick' if args.quick else 'full'} run) — {machine_line()}\n")
+    print(f"admiss benchmarks ({'quick' if args.quick else 'full'} run) — {machine_line()}; {load_text()}\n")
     for name in args.only or SECTIONS:
         start = time.perf_counter()
         SECTIONS[name](settings)
-        print(f"({name} took {time.perf_counter() - start:.1f} s)\n", flush=True)
+        print(f"({name} took {time.perf_counter() - start:.1f} s; {load_text()})\n", flush=True)
 
 
 if __name__ == "__main__":

@@ -59,12 +59,12 @@ class _Analysis:
                            ref.span, hint="declare each extra kind once; the seven built-in kinds need no declaration")
             seen.add(ref.value)
 
-    def check_unique(self, code: str, what: str, nodes: Iterable) -> None:
+    def check_unique(self, code: str, what: str, nodes: Iterable, where: str = "") -> None:
         first: dict[str, object] = {}
         for node in nodes:
             if node.name in first:
                 line = first[node.name].span.line
-                self.error(code, f"duplicate {what} '{node.name}'", node.span,
+                self.error(code, f"duplicate {what} '{node.name}'{where}", node.span,
                            hint=f"'{node.name}' is first defined on line {line}; rename one")
             else:
                 first[node.name] = node
@@ -80,7 +80,7 @@ class _Analysis:
                        hint="write DEFAULT no: missing proof fails")
 
     def check_chain(self, chain: ir.Chain) -> None:
-        self.check_unique("E104", f"rung in chain '{chain.name}'", chain.rungs)
+        self.check_unique("E104", "rung", chain.rungs, f" in chain '{chain.name}'")
         if not any(rung.gates for rung in chain.rungs):
             self.error("E117", f"CHAIN {chain.name} has no gates", chain.span,
                        hint="add GATE lines, directly or inside RUNG blocks")

@@ -10,17 +10,39 @@ from admiss import ir
 from admiss.analyze import analyze
 from admiss.compiler import CompiledRubric, compile_ir
 from admiss.errors import Diagnostic, IRError, RubricCompileError, input_error
-from admiss.interpreter import CheckReport, check_bundle
+from admiss.interpreter import CheckReport, Runtime, check_bundle
 from admiss.lower import lower
 from admiss.parser import parse
 from admiss.source import Source
 
 
 class Rubric:
-    """A compiled rubric. ``check(bundle)`` returns a report; pickles by its IR."""
+    """A compiled rubric. ``check(bundle)`` returns a report; pickles by its IR.
 
-    def __init__(self, compiled: CompiledRubric):
+    Gate chains keep run state (error budgets, provider connections) across the bundles
+    checked through one Rubric; ``close()`` (or a ``with`` block) releases it.
+    """
+
+    def __init__(self, compiled: CompiledRubric, config: str | Path | None = None):
         self.compiled = compiled
+        self.config = Path(config) if config is not None else None
+        self._runtime: Runtime | None = None
+
+    def __getstate__(self) -> dict:
+        return {"compiled": self.compiled, "config": self.config}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["compiled"], state["config"])
+
+    def __enter__(self) -> "Rubric":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._runtime is not None:
+            self._runtime.close()
 
     @property
     def ir(self) -> ir.Rubric:
@@ -30,9 +52,14 @@ class Rubric:
     def name(self) -> str:
         return self.compiled.name
 
-    def check(self, bundle: Any, name: str | None = None) -> CheckReport:
-        """Check one decoded bundle (a dict). Raises BundleError when it is malformed."""
-        return check_bundle(self.compiled, bundle, name)
+    def check(self, bundle: Any, name: str | None = None, chain: str | None = None) -> CheckReport:
+        """Check one decoded bundle (a dict). Raises BundleError when it is malformed.
+
+        ``chain`` picks the CHAIN to run when the rubric has several.
+        """
+        if self._runtime is None and self.compiled.ir.chains:
+            self._runtime = Runtime(self.compiled, self.config)
+        return check_bundle(self.compiled, bundle, name, self._runtime, chain)
 
     def to_ir_json(self) -> str:
         """The IR as deterministic JSON text (what ``admiss compile`` writes)."""
@@ -52,9 +79,13 @@ def parse_source(text: str, name: str = "<string>") -> ir.Rubric:
     return rubric
 
 
-def compile_source(text: str, name: str = "<string>", origin: str | None = None) -> Rubric:
-    """Compile rubric source text. ``name`` is used in messages and for the default rubric name."""
-    return Rubric(compile_ir(parse_source(text, name), origin))
+def compile_source(text: str, name: str = "<string>", origin: str | None = None,
+                   config: str | Path | None = None) -> Rubric:
+    """Compile rubric source text. ``name`` is used in messages and for the default rubric name.
+
+    ``origin`` is the rubric's path: gate files (schemas, subprocess folders) resolve next to it.
+    """
+    return Rubric(compile_ir(parse_source(text, name), origin), config)
 
 
 def ir_from_json(text: str, name: str) -> ir.Rubric:
@@ -90,10 +121,14 @@ def read_text(path: str | Path) -> str:
         raise input_error(str(path), f"cannot read: {exc}") from None
 
 
-def load(path: str | Path) -> Rubric:
-    """Load a ``.rubric`` source file or compiled IR ``.json``."""
+def load(path: str | Path, config: str | Path | None = None) -> Rubric:
+    """Load a ``.rubric`` source file or compiled IR ``.json``.
+
+    ``config`` is an admiss.toml for gate chains; without it one is looked for beside the
+    rubric, then in the working folder.
+    """
     path = Path(path)
     text = read_text(path)
     if path.suffix == ".json":
-        return Rubric(compile_ir(ir_from_json(text, str(path)), str(path)))
-    return compile_source(text, str(path), str(path))
+        return Rubric(compile_ir(ir_from_json(text, str(path)), str(path)), config)
+    return compile_source(text, str(path), str(path), config)

@@ -130,3 +130,15 @@ def _all_evidence(bundle: dict) -> Iterator[tuple[str, dict]]:
     for c, cand in enumerate(bundle.get("candidates", ())):
         for i, item in enumerate(cand.get("evidence", ())):
             yield f"candidates[{c}].evidence[{i}]", item
+
+
+def rung_problems(bundle: dict, rungs: frozenset[str], name: str) -> None:
+    """Raise BundleError when a candidate names a rung the chain lacks."""
+    problems = [
+        Diagnostic("B002", f"candidates[{i}].rung: no RUNG '{cand['rung']}' in the chain",
+                   hint=did_you_mean(cand["rung"], rungs) or "rungs: " + ", ".join(sorted(rungs)), file=name)
+        for i, cand in enumerate(bundle.get("candidates", ()))
+        if cand["rung"] not in rungs
+    ]
+    if problems:
+        raise BundleError(problems)

@@ -53,8 +53,10 @@ def _print_error(error) -> None:
 class _Run:
     """State of one ``admiss check`` run: loaded rubrics, the worst exit code so far."""
 
-    def __init__(self, rubric_path: Optional[Path], fmt: Format):
+    def __init__(self, rubric_path: Optional[Path], fmt: Format, chain: Optional[str], config: Optional[Path]):
         self.fmt = fmt
+        self.chain = chain
+        self.config = config
         self.exit_code = EXIT_PASS
         self.rubrics: dict[Path, object] = {}
         self.fixed_rubric = self.rubric_at(rubric_path) if rubric_path else None
@@ -65,8 +67,12 @@ class _Run:
 
         key = path.resolve()
         if key not in self.rubrics:
-            self.rubrics[key] = load(path)
+            self.rubrics[key] = load(path, self.config)
         return self.rubrics[key]
+
+    def close(self) -> None:
+        for rubric in self.rubrics.values():
+            rubric.close()
 
     def rubric_for(self, bundle, bundle_path: Path, name: str):
         from admiss.errors import input_error
@@ -131,7 +137,7 @@ def _check_file(run: _Run, path: Path) -> None:
     for name, text, offset in _bundles(path):
         try:
             bundle = parse_bundle_text(text, name if not jsonl else str(path), offset)
-            report = run.rubric_for(bundle, path, name).check(bundle, name)
+            report = run.rubric_for(bundle, path, name).check(bundle, name, run.chain)
         except AdmissError as error:
             _emit_error(run, error, name, jsonl)
             run.note(EXIT_BAD_INPUT)
@@ -153,6 +159,11 @@ def check(
     fmt: Optional[Format] = typer.Option(
         None, "--format", "-f", help="Report format [default: rich on a terminal, text otherwise]."
     ),
+    chain: Optional[str] = typer.Option(None, "--chain", help="The CHAIN to run when the rubric has several."),
+    config: Optional[Path] = typer.Option(
+        None, "--config", help="An admiss.toml (providers, prices, gate defaults) [default: beside the rubric, "
+        "else in the working folder]."
+    ),
 ) -> None:
     """Check candidate bundles against a rubric and print evidence-first reports.
 
@@ -161,16 +172,19 @@ def check(
     from admiss.errors import AdmissError
 
     try:
-        run = _Run(rubric, fmt or _default_format())
+        run = _Run(rubric, fmt or _default_format(), chain, config)
     except AdmissError as error:
         _print_error(error)
         raise typer.Exit(EXIT_BAD_INPUT)
-    for path in bundles:
-        try:
-            _check_file(run, path)
-        except AdmissError as error:
-            _print_error(error)
-            run.note(EXIT_BAD_INPUT)
+    try:
+        for path in bundles:
+            try:
+                _check_file(run, path)
+            except AdmissError as error:
+                _print_error(error)
+                run.note(EXIT_BAD_INPUT)
+    finally:
+        run.close()
     raise typer.Exit(run.exit_code)
 
 

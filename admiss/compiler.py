@@ -103,6 +103,11 @@ class PropertyResult:
             self.verdict, self.rationale = "no", MISSING_RATIONALE
 
 
+def offered(items: list[dict], name: str) -> list[dict]:
+    """The items offered to property ``name``: those naming it, and those naming none."""
+    return [item for item in items if item.get("property", name) == name]
+
+
 class CompiledRubric:
     """A rubric lowered to checkers. Use :meth:`check` (from admiss.api) to run it."""
 

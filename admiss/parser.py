@@ -89,8 +89,10 @@ def _found(exc: UnexpectedInput, source: Source) -> tuple[str, Span]:
 
 
 def _describe_token(token: Token) -> str:
-    if token.type in ("NAME", "STRING", "NUMBER", "DURATION"):
-        return f"{_word(token.type)} {str(token)!r}" if token.type != "STRING" else f"string {token}"
+    if token.type == "STRING":
+        return f"string {token}"
+    if token.type in ("NAME", "NUMBER", "DURATION"):
+        return f"{token.type.lower()} {str(token)!r}"
     return f"{str(token)!r}"
 
 
@@ -99,9 +101,18 @@ def _end_span(source: Source) -> Span:
     return Span.point(len(lines), len(lines[-1]) + 1)
 
 
+def _special_hint(exc: UnexpectedInput, source: Source) -> str | None:
+    """A hint for the mistakes people make most: lower-case keywords and bad escapes."""
+    token = getattr(exc, "token", None)
+    expected = set(getattr(exc, "expected", None) or ())
+    if token is not None and token.type == "NAME" and str(token).upper() in expected:
+        return f"keywords are upper case: write {str(token).upper()}"
+    if isinstance(exc, UnexpectedCharacters) and source.text[exc.pos_in_stream:exc.pos_in_stream + 1] == '"':
+        return 'strings end on the same line and use JSON escapes: \\" \\\\ \\n \\uXXXX'
+    return None
+
+
 def syntax_diagnostic(exc: UnexpectedInput, source: Source) -> Diagnostic:
     message, span = _found(exc, source)
-    hint = _hint(_expected(exc))
-    if isinstance(exc, UnexpectedEOF):
-        hint = hint or "a block may be missing its closing '}'"
+    hint = _special_hint(exc, source) or _hint(_expected(exc))
     return Diagnostic("E100", f"syntax error: {message}", span, hint=hint, file=source.name)

@@ -49,6 +49,8 @@ class GateContext:
 
     rubric_dir: Path
     config: Any = None  # admiss.config.Config once providers exist
+    # The rubric's compiled properties by name, for the admissibility gate.
+    properties: dict[str, Any] = attrs.field(factory=dict)
 
 
 @attrs.frozen

@@ -13,10 +13,13 @@ from rich.table import Table
 from rich.text import Text
 
 if TYPE_CHECKING:
+    from admiss.cascade import ChainResult
     from admiss.compiler import PropertyResult
     from admiss.interpreter import CheckReport
 
-_VERDICT_STYLE = {"yes": "bold green", "no": "bold red", "pass": "bold green", "fail": "bold red"}
+_VERDICT_STYLE = {"yes": "bold green", "no": "bold red", "pass": "bold green", "fail": "bold red",
+                  "abstain": "bold yellow", "skipped": "dim", "served": "bold green", "escalated": "yellow",
+                  "exhausted": "bold red"}
 
 
 def _verdict(word: str) -> Text:
@@ -57,6 +60,23 @@ def property_panel(result: "PropertyResult") -> Panel:
     return Panel(body, title=title, title_align="left")
 
 
+def chain_table(chain: "ChainResult") -> Table:
+    table = Table(title=f"chain {chain.name}", title_justify="left", expand=True)
+    for column in ("rung", "gate", "verdict", "score", "cost $", "ms", "reason"):
+        table.add_column(column, overflow="fold")
+    for rung in chain.rungs:
+        table.add_row(Text.assemble(rung.rung, " ", _verdict(rung.outcome)), rung.model or "", "", "",
+                      f"{rung.cost_usd:.6f}", "", "", end_section=not rung.gates)
+        for i, gate in enumerate(rung.gates):
+            shown = _verdict(gate.verdict)
+            if gate.effective != gate.verdict:
+                shown = Text.assemble(shown, " → ", _verdict(gate.effective))
+            score = "" if gate.score is None else f"{gate.score:.2f}"
+            table.add_row("", gate.gate, shown, score, f"{gate.gate_cost_usd:.6f}", f"{gate.duration_ms:.0f}",
+                          gate.reason, end_section=i == len(rung.gates) - 1)
+    return table
+
+
 def print_report(report: "CheckReport", console: Console | None = None) -> None:
     console = console or Console()
     if report.bundle_name:
@@ -65,3 +85,10 @@ def print_report(report: "CheckReport", console: Console | None = None) -> None:
         console.print(property_panel(result))
     console.print(Text.assemble("aggregate: ", _verdict(report.aggregate),
                                 f"   missing evidence: {report.missing_evidence_count}"))
+    if report.chain is not None:
+        chain = report.chain
+        console.print(chain_table(chain))
+        console.print(Text.assemble(
+            "served: ", chain.served or Text("none (exhausted)", style="bold red"),
+            f"   model spend ${chain.model_cost_usd:.6f}   gate spend ${chain.gate_cost_usd:.6f}   verdict: ",
+            _verdict(report.verdict)))

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import gc
+from contextlib import contextmanager
+from typing import Iterator
+
 from benchmarks import admiss_probe, datagen
 from benchmarks.settings import Settings
 from benchmarks.tables import print_section, print_table, ratio_text, seconds_text, target_text
@@ -12,16 +16,31 @@ TARGET_1K_SECONDS = 1.0
 LINEAR_TOLERANCE = 1.3
 
 
-def compile_timing(size: int, repeats: int) -> Timing:
+@contextmanager
+def garbage_collection(enabled: bool) -> Iterator[None]:
+    """Run the block with the cyclic GC on or off, restoring it after."""
+    was_enabled = gc.isenabled()
+    if not enabled:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def compile_timing(size: int, repeats: int, collect: bool = True) -> Timing:
     """Seconds to compile a rubric of ``size`` properties, from a distinct source each repeat.
 
     A distinct title per repeat keeps a cache keyed by content from answering instead of
-    the compiler; generating the text is not timed.
+    the compiler; generating the text is not timed. ``collect=False`` turns the cyclic GC
+    off, to show how much of the time (and of any non-linearity) is the collector's.
     """
     props = datagen.properties(size)
-    sources = [datagen.rubric_source(props, "generated", f"generated rubric, {size} properties, repeat {k}") for k in range(repeats)]
+    sources = [datagen.rubric_source(props, "generated", f"generated rubric, {size} properties, repeat {k}, gc {collect}") for k in range(repeats)]
     compile_source = admiss_probe.api().compile_source
-    return time_once_each([lambda text=text: compile_source(text, name="generated") for text in sources])
+    with garbage_collection(collect):
+        return time_once_each([lambda text=text: compile_source(text, name="generated") for text in sources])
 
 
 def run(settings: Settings) -> None:
@@ -38,8 +57,13 @@ def run(settings: Settings) -> None:
         [f"{size} properties", seconds_text(t.best), seconds_text(t.median), seconds_text(per_property[size]), ratio_text(per_property[size] / per_property[smallest])]
         for size, t in timings.items()
     ]
+    without_gc = {size: compile_timing(size, settings.batch_repeats, collect=False) for size in settings.compile_sizes}
+    rows += [
+        [f"{size} properties, GC off", seconds_text(t.best), seconds_text(t.median), seconds_text(t.median / size), ratio_text(t.median / size / (without_gc[smallest].median / smallest))]
+        for size, t in without_gc.items()
+    ]
     print_table(
-        f"Seconds per compile; per-property ratio is against {smallest} properties (1.00× is linear)",
+        f"Seconds per compile; per-property ratio is against {smallest} properties, same GC setting (1.00× is linear)",
         ["rubric", "best", "median", "per property", "per-property ratio"],
         rows,
     )

@@ -102,7 +102,7 @@ class _Analysis:
             self.error("E110", f"{gate.kind} gate needs {_OPTION_WORDS[option]}", gate.span,
                        hint=_takes(gate.kind, allowed))
         if gate.on_abstain not in ir.ABSTAIN_POLICIES:
-            self.error("E111", f"unknown ON ABSTAIN policy '{gate.on_abstain}'", gate.span_of("on_abstain"),
+            self.error("E111", f"unknown ON ABSTAIN policy '{gate.on_abstain}'", gate.value_span_of("on_abstain"),
                        hint=did_you_mean(gate.on_abstain, ir.ABSTAIN_POLICIES) or "use fail_open or fail_closed")
         self.check_numbers(gate)
         self.check_references(gate)
@@ -110,7 +110,7 @@ class _Analysis:
     def check_numbers(self, gate: ir.Gate) -> None:
         for problem, option in _number_problems(gate):
             code = "E107" if option == "threshold" else "E116"
-            self.error(code, problem, gate.span_of(option))
+            self.error(code, problem, gate.value_span_of(option))
 
     def check_references(self, gate: ir.Gate) -> None:
         names = [p.name for p in self.rubric.properties]
@@ -145,7 +145,7 @@ def _number_problems(gate: ir.Gate) -> Iterator[tuple[str, str]]:
     if gate.budget_rate is not None and not 0.0 <= gate.budget_rate <= 1.0:
         yield f"BUDGET rate must lie in [0, 1], not {gate.budget_rate:g}", "budget_rate"
     if gate.budget_window is not None and gate.budget_window < 1:
-        yield f"WINDOW must be at least 1, not {gate.budget_window}", "budget_rate"
+        yield f"WINDOW must be at least 1, not {gate.budget_window}", "budget_window"
 
 
 def analyze(rubric: ir.Rubric, file: str | None = None) -> list[Diagnostic]:

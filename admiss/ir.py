@@ -78,11 +78,16 @@ class Gate:
     budget_rate: float | None = None
     budget_window: int | None = None
     span: Span = _span_field
-    # Where each option was written, by option name, for diagnostics that point at a value.
+    # Where each option was written (keyword through value), by option name, and where its
+    # value was written, so a diagnostic about a value points at the value.
     option_spans: tuple[tuple[str, Span], ...] = attrs.field(default=(), eq=False, repr=False)
+    value_spans: tuple[tuple[str, Span], ...] = attrs.field(default=(), eq=False, repr=False)
 
     def span_of(self, option: str) -> Span:
         return dict(self.option_spans).get(option, self.span)
+
+    def value_span_of(self, option: str) -> Span:
+        return dict(self.value_spans).get(option, self.span_of(option))
 
 
 @attrs.frozen
@@ -160,6 +165,8 @@ def _gate_out(g: Gate) -> dict:
     out["span"] = _span_out(g.span)
     if g.option_spans:
         out["option_spans"] = {name: _span_out(s) for name, s in g.option_spans}
+    if g.value_spans:
+        out["value_spans"] = {name: _span_out(s) for name, s in g.value_spans}
     return out
 
 
@@ -235,6 +242,7 @@ def _gate_in(d: dict) -> Gate:
         properties=_refs_in(d.get("properties", [])),
         span=_span_in(d.get("span")),
         option_spans=tuple((k, _span_in(v)) for k, v in d.get("option_spans", {}).items()),
+        value_spans=tuple((k, _span_in(v)) for k, v in d.get("value_spans", {}).items()),
         **options,
     )
 

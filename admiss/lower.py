@@ -124,6 +124,7 @@ class _Lowering:
         kind, *options = tree.children
         values: dict[str, object] = {}
         spans: dict[str, Span] = {"kind": _span(kind)}
+        value_spans: dict[str, Span] = {}
         for option in options:
             pairs = self.option(option)
             if pairs[0][0] in values:
@@ -132,7 +133,13 @@ class _Lowering:
                 continue
             for key, value in pairs:
                 values[key], spans[key] = value, _span(option)
-        return ir.Gate(kind=str(kind), span=_span(tree), option_spans=tuple(spans.items()), **values)
+            # A single-token value (a number, a name, a string) sits at the option's end,
+            # one token per IR field the option sets.
+            tokens = [t for t in option.children if isinstance(t, Token)]
+            if len(tokens) == len(pairs):
+                value_spans.update((key, _span(t)) for (key, _), t in zip(pairs, tokens))
+        return ir.Gate(kind=str(kind), span=_span(tree), option_spans=tuple(spans.items()),
+                       value_spans=tuple(value_spans.items()), **values)
 
     def option(self, tree: Tree) -> list[tuple[str, object]]:
         """The IR fields one option sets (BUDGET sets two)."""

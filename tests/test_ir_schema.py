@@ -143,7 +143,7 @@ def test_the_sources_cover_every_gate_kind_and_option():
     gates = [g for name in SOURCES for c in compiled(name)["chains"] for r in c["rungs"] for g in r["gates"]]
     assert {g["kind"] for g in gates} == set(ir.GATE_KINDS)
     assert {g["on_abstain"] for g in gates} == set(ir.ABSTAIN_POLICIES)
-    options = {key for g in gates for key in g} - {"kind", "on_abstain", "span", "option_spans"}
+    options = {key for g in gates for key in g} - {"kind", "on_abstain", "span", "option_spans", "value_spans"}
     assert options == set(ir._GATE_OPTIONS) | {"properties"}
     rungs = [r for name in SOURCES for c in compiled(name)["chains"] for r in c["rungs"]]
     assert {r["implicit"] for r in rungs} == {True, False}
@@ -204,6 +204,7 @@ MUTATIONS = {
     "budget rate without window": _delete(GATE + (1, "budget_window")),
     "empty property list": _set(GATE + (3, "properties"), []),
     "unknown option span": _set(GATE + (0, "option_spans", "colour"), [1, 1, 1, 2]),
+    "value span for the kind": _set(GATE + (0, "value_spans", "kind"), [1, 1, 1, 2]),
     "chain without rungs": _set(("chains", 0, "rungs"), []),
     "implicit rung with a model": _set(("chains", 0, "rungs", 0, "implicit"), True),
     "implicit rung beside another": _set(("chains", 0, "rungs", 2, "implicit"), True),

@@ -21,13 +21,14 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 _KEYS = ("select", "ignore")
+EVERY_RULE = ("ADM",)
 
 
 @attrs.frozen
 class LintConfig:
     """Codes or code prefixes to run, and to leave out; leaving out wins."""
 
-    select: tuple[str, ...] = ("ADM",)
+    select: tuple[str, ...] = EVERY_RULE
     ignore: tuple[str, ...] = ()
     # The file the settings came from, for messages.
     origin: str | None = None
@@ -73,7 +74,7 @@ def _config_from(path: Path, table: dict) -> LintConfig:
         value = table.get(key, [])
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise input_error(str(path), f"lint setting {key!r} must be a list of codes", code="E004")
-    select = checked_codes(table["select"], str(path)) if "select" in table else LintConfig.select
+    select = checked_codes(table["select"], str(path)) if "select" in table else EVERY_RULE
     return LintConfig(select=select, ignore=checked_codes(table.get("ignore", []), str(path)), origin=str(path))
 
 

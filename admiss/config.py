@@ -276,15 +276,20 @@ def _locate(text: str, where: tuple[str, ...], key: str | None) -> Span:
         if pattern.match(lines[index]):
             column = len(lines[index]) - len(lines[index].lstrip()) + 1
             return Span.point(index + 1, column, len(key))
-    return _line_span(lines, header) if header is not None else NO_SPAN
+    # The key may be a table of its own: [where.key] or [where.key.more].
+    found = _header_line(lines, (*where, key), prefix=True)
+    if found is None:
+        found = header
+    return _line_span(lines, found) if found is not None else NO_SPAN
 
 
-def _header_line(lines: list[str], where: tuple[str, ...]) -> int | None:
+def _header_line(lines: list[str], where: tuple[str, ...], prefix: bool = False) -> int | None:
     if not where:
         return None
     for index, line in enumerate(lines):
         match = _HEADER.match(line)
-        if match and _header_parts(match[1]) == list(where):
+        parts = _header_parts(match[1]) if match else []
+        if parts[: len(where)] == list(where) and (prefix or len(parts) == len(where)):
             return index
     return None
 

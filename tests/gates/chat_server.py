@@ -65,6 +65,7 @@ class ChatServer:
         self._queue: list[Reply] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        self._held: threading.Barrier | None = None
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._http.daemon_threads = True
         # A short poll interval keeps shutdown (once per test) quick.
@@ -84,8 +85,14 @@ class ChatServer:
             self.requests.append(recorded)
             return self._queue.pop(0) if self._queue else self.default
 
-    def wait(self, seconds: float) -> None:
-        self._stopping.wait(seconds)
+    def hold_replies_until(self, count: int, timeout_s: float = 10.0) -> None:
+        """Answer nothing until ``count`` requests are in flight together (proves concurrency)."""
+        self._held = threading.Barrier(count, timeout=timeout_s)
+
+    def before_reply(self, reply: Reply) -> None:
+        if self._held is not None:
+            self._held.wait()
+        self._stopping.wait(reply.delay_s)
 
     def start(self) -> "ChatServer":
         self._thread.start()
@@ -104,7 +111,7 @@ def _handler_for(server: ChatServer) -> type[BaseHTTPRequestHandler]:
             raw = self.rfile.read(length)
             recorded = Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, json.loads(raw or b"null"))
             reply = server.next_reply(recorded)
-            server.wait(reply.delay_s)
+            server.before_reply(reply)
             payload = reply.body if isinstance(reply.body, str) else json.dumps(reply.body)
             data = payload.encode("utf-8")
             try:

@@ -1,3 +1,26 @@
-"""admiss: evidence-first rubrics and gate chains for verifying the work of LLM agents."""
+"""admiss: evidence-first rubrics and gate chains for verifying the work of LLM agents.
+
+    >>> import admiss
+    >>> rubric = admiss.load("rubrics/sec_filings.rubric")
+    >>> report = rubric.check({"evidence": []})
+    >>> report.verdict
+    'fail'
+"""
+
+from __future__ import annotations
 
 __version__ = "0.1.0"
+__all__ = ["load", "compile_source", "Rubric", "AdmissError", "__version__"]
+
+
+def __getattr__(name: str):
+    # The API is imported on first use so `import admiss` (and the CLI's start-up) stays cheap.
+    if name in ("load", "compile_source", "Rubric"):
+        from admiss import api
+
+        return getattr(api, name)
+    if name == "AdmissError":
+        from admiss.errors import AdmissError
+
+        return AdmissError
+    raise AttributeError(f"module 'admiss' has no attribute {name!r}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from typing import Iterable
 
 import attrs
@@ -87,3 +88,9 @@ class InputError(AdmissError):
 
 def input_error(file: str, message: str, hint: str | None = None, code: str = "E001") -> InputError:
     return InputError([Diagnostic(code, message, hint=hint, file=file)])
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
+    """A hint naming the closest of ``choices`` to ``word``, if any is close."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"did you mean '{close[0]}'?" if close else None

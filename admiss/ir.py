@@ -52,6 +52,8 @@ class Property:
     shortcuts: tuple[Ref, ...] = ()
     default: Ref = Ref("no")
     span: Span = _span_field
+    # Where the first ADMIT keyword stands; an item excluded as inadmissible points here.
+    admit_span: Span = _span_field
 
     @property
     def display_name(self) -> str:
@@ -76,11 +78,16 @@ class Gate:
     budget_rate: float | None = None
     budget_window: int | None = None
     span: Span = _span_field
-    # Where each option was written, by option name, for diagnostics that point at a value.
+    # Where each option was written (keyword through value), by option name, and where its
+    # value was written, so a diagnostic about a value points at the value.
     option_spans: tuple[tuple[str, Span], ...] = attrs.field(default=(), eq=False, repr=False)
+    value_spans: tuple[tuple[str, Span], ...] = attrs.field(default=(), eq=False, repr=False)
 
     def span_of(self, option: str) -> Span:
         return dict(self.option_spans).get(option, self.span)
+
+    def value_span_of(self, option: str) -> Span:
+        return dict(self.value_spans).get(option, self.span_of(option))
 
 
 @attrs.frozen
@@ -140,6 +147,7 @@ def _property_out(p: Property) -> dict:
         "shortcuts": _refs_out(p.shortcuts),
         "default": _ref_out(p.default),
         "span": _span_out(p.span),
+        "admit_span": _span_out(p.admit_span),
     }
 
 
@@ -157,6 +165,8 @@ def _gate_out(g: Gate) -> dict:
     out["span"] = _span_out(g.span)
     if g.option_spans:
         out["option_spans"] = {name: _span_out(s) for name, s in g.option_spans}
+    if g.value_spans:
+        out["value_spans"] = {name: _span_out(s) for name, s in g.value_spans}
     return out
 
 
@@ -218,6 +228,7 @@ def _property_in(d: dict) -> Property:
         shortcuts=_refs_in(d.get("shortcuts", [])),
         default=_ref_in(d.get("default", {"value": "no"})),
         span=_span_in(d.get("span")),
+        admit_span=_span_in(d.get("admit_span")),
     )
 
 
@@ -231,6 +242,7 @@ def _gate_in(d: dict) -> Gate:
         properties=_refs_in(d.get("properties", [])),
         span=_span_in(d.get("span")),
         option_spans=tuple((k, _span_in(v)) for k, v in d.get("option_spans", {}).items()),
+        value_spans=tuple((k, _span_in(v)) for k, v in d.get("value_spans", {}).items()),
         **options,
     )
 

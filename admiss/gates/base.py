@@ -67,6 +67,8 @@ class GateContext:
     providers: Providers = attrs.field(default=attrs.Factory(_providers_of, takes_self=True))
     # The rubric's file name, for diagnostics raised while building a gate.
     rubric_file: str | None = None
+    # The rubric's compiled properties by name, for the admissibility gate.
+    properties: dict[str, Any] = attrs.field(factory=dict)
 
 
 @attrs.frozen

@@ -1,0 +1,1 @@
+"""Report renderers: text (the seed's format), json, and rich (the only module importing rich)."""

@@ -1,0 +1,154 @@
+"""Semantic checks on the IR. Every problem is reported, not just the first."""
+
+from __future__ import annotations
+
+from typing import Iterable, Iterator
+
+from admiss import ir
+from admiss.errors import Diagnostic, did_you_mean
+from admiss.source import Span
+
+# Options each gate kind takes beyond the ones every gate takes, and which are required.
+_COMMON_OPTIONS = {"on_abstain", "budget_rate", "budget_window"}
+_GATE_OPTIONS: dict[str, tuple[set[str], set[str]]] = {
+    "non_empty": (set(), set()),
+    "json_valid": (set(), set()),
+    "schema": ({"file"}, {"file"}),
+    "admissibility": ({"properties"}, set()),
+    "subprocess": ({"cmd", "timeout_s"}, {"cmd"}),
+    "judge": ({"model", "rubric", "threshold"}, {"model", "rubric"}),
+    "consistency": ({"k", "threshold"}, {"k"}),
+}
+_OPTION_WORDS = {
+    "file": "FILE",
+    "cmd": "CMD",
+    "timeout_s": "TIMEOUT",
+    "model": "MODEL",
+    "threshold": "THRESHOLD",
+    "rubric": "RUBRIC",
+    "k": "K",
+    "properties": "a property list",
+}
+
+
+class _Analysis:
+    def __init__(self, rubric: ir.Rubric, file: str | None):
+        self.rubric = rubric
+        self.file = file
+        self.diagnostics: list[Diagnostic] = []
+
+    def error(self, code: str, message: str, span: Span, hint: str | None = None) -> None:
+        self.diagnostics.append(Diagnostic(code, message, span, hint=hint, file=self.file))
+
+    def run(self) -> list[Diagnostic]:
+        self.check_kinds_declared()
+        self.check_unique("E102", "property", self.rubric.properties)
+        self.check_unique("E103", "chain", self.rubric.chains)
+        for prop in self.rubric.properties:
+            self.check_property(prop)
+        for chain in self.rubric.chains:
+            self.check_chain(chain)
+        return self.diagnostics
+
+    def check_kinds_declared(self) -> None:
+        seen = set(ir.BUILTIN_KINDS)
+        for ref in self.rubric.kinds:
+            if ref.value in seen:
+                builtin = ref.value in ir.BUILTIN_KINDS
+                self.error("E112", f"KINDS redeclares {'built-in ' if builtin else ''}kind '{ref.value}'",
+                           ref.span, hint="declare each extra kind once; the seven built-in kinds need no declaration")
+            seen.add(ref.value)
+
+    def check_unique(self, code: str, what: str, nodes: Iterable, where: str = "") -> None:
+        first: dict[str, object] = {}
+        for node in nodes:
+            if node.name in first:
+                line = first[node.name].span.line
+                self.error(code, f"duplicate {what} '{node.name}'{where}", node.span,
+                           hint=f"'{node.name}' is first defined on line {line}; rename one")
+            else:
+                first[node.name] = node
+
+    def check_property(self, prop: ir.Property) -> None:
+        known = self.rubric.known_kinds
+        for ref in prop.admit + prop.forbid:
+            if ref.value not in known:
+                hint = did_you_mean(ref.value, known) or "declare it with KINDS, or use a built-in kind"
+                self.error("E101", f"unknown evidence kind '{ref.value}' in property '{prop.name}'", ref.span, hint)
+        if prop.default.value not in ir.VERDICTS:
+            self.error("E106", f"DEFAULT must be yes or no, not '{prop.default.value}'", prop.default.span,
+                       hint="write DEFAULT no: missing proof fails")
+
+    def check_chain(self, chain: ir.Chain) -> None:
+        self.check_unique("E104", "rung", chain.rungs, f" in chain '{chain.name}'")
+        if not any(rung.gates for rung in chain.rungs):
+            self.error("E117", f"CHAIN {chain.name} has no gates", chain.span,
+                       hint="add GATE lines, directly or inside RUNG blocks")
+        for rung in chain.rungs:
+            for gate in rung.gates:
+                self.check_gate(gate)
+
+    def check_gate(self, gate: ir.Gate) -> None:
+        if gate.kind not in _GATE_OPTIONS:
+            hint = did_you_mean(gate.kind, _GATE_OPTIONS) or "gate kinds: " + ", ".join(ir.GATE_KINDS)
+            self.error("E108", f"unknown gate kind '{gate.kind}'", gate.span_of("kind"), hint)
+            return
+        allowed, required = _GATE_OPTIONS[gate.kind]
+        for option in _given_options(gate):
+            if option not in allowed | _COMMON_OPTIONS:
+                self.error("E109", f"{_OPTION_WORDS[option]} does not apply to a {gate.kind} gate",
+                           gate.span_of(option), hint=_takes(gate.kind, allowed))
+        for option in sorted(required - set(_given_options(gate))):
+            self.error("E110", f"{gate.kind} gate needs {_OPTION_WORDS[option]}", gate.span,
+                       hint=_takes(gate.kind, allowed))
+        if gate.on_abstain not in ir.ABSTAIN_POLICIES:
+            self.error("E111", f"unknown ON ABSTAIN policy '{gate.on_abstain}'", gate.value_span_of("on_abstain"),
+                       hint=did_you_mean(gate.on_abstain, ir.ABSTAIN_POLICIES) or "use fail_open or fail_closed")
+        self.check_numbers(gate)
+        self.check_references(gate)
+
+    def check_numbers(self, gate: ir.Gate) -> None:
+        for problem, option in _number_problems(gate):
+            code = "E107" if option == "threshold" else "E116"
+            self.error(code, problem, gate.value_span_of(option))
+
+    def check_references(self, gate: ir.Gate) -> None:
+        names = [p.name for p in self.rubric.properties]
+        for ref in gate.properties:
+            if ref.value not in names:
+                hint = did_you_mean(ref.value, names) or "define it with PROPERTY"
+                self.error("E105", f"undefined property '{ref.value}'", ref.span, hint)
+
+
+def _given_options(gate: ir.Gate) -> Iterator[str]:
+    for option in _OPTION_WORDS:
+        # Only the property list defaults to empty; every other option defaults to None.
+        if getattr(gate, option) not in (None, ()) or (option == "cmd" and gate.cmd is not None):
+            yield option
+
+
+def _takes(kind: str, allowed: set[str]) -> str:
+    if not allowed:
+        return f"a {kind} gate takes only ON ABSTAIN and BUDGET"
+    return f"a {kind} gate takes " + ", ".join(sorted(_OPTION_WORDS[o] for o in allowed))
+
+
+def _number_problems(gate: ir.Gate) -> Iterator[tuple[str, str]]:
+    if gate.threshold is not None and not 0.0 <= gate.threshold <= 1.0:
+        yield f"THRESHOLD must lie in [0, 1], not {gate.threshold:g}", "threshold"
+    if gate.k is not None and gate.k < 1:
+        yield f"K must be at least 1, not {gate.k}", "k"
+    if gate.timeout_s is not None and gate.timeout_s <= 0:
+        yield "TIMEOUT must be longer than zero", "timeout_s"
+    if gate.cmd == ():
+        yield "CMD needs at least the program to run", "cmd"
+    if gate.budget_rate is not None and not 0.0 <= gate.budget_rate <= 1.0:
+        yield f"BUDGET rate must lie in [0, 1], not {gate.budget_rate:g}", "budget_rate"
+    if gate.budget_window is not None and gate.budget_window < 1:
+        yield f"WINDOW must be at least 1, not {gate.budget_window}", "budget_window"
+
+
+def analyze(rubric: ir.Rubric, file: str | None = None) -> list[Diagnostic]:
+    """Every semantic problem in ``rubric``, in source order."""
+    found = _Analysis(rubric, file).run()
+    return sorted(found, key=lambda d: (d.span.line, d.span.column))

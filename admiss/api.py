@@ -1,0 +1,134 @@
+"""The facade: load or compile a rubric, check bundles. The one place the stages meet."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from admiss import ir
+from admiss.analyze import analyze
+from admiss.compiler import CompiledRubric, compile_ir
+from admiss.errors import Diagnostic, IRError, RubricCompileError, input_error
+from admiss.interpreter import CheckReport, Runtime, check_bundle
+from admiss.lower import lower
+from admiss.parser import parse
+from admiss.source import Source
+
+
+class Rubric:
+    """A compiled rubric. ``check(bundle)`` returns a report; pickles by its IR.
+
+    Gate chains keep run state (error budgets, provider connections) across the bundles
+    checked through one Rubric; ``close()`` (or a ``with`` block) releases it.
+    """
+
+    def __init__(self, compiled: CompiledRubric, config: str | Path | None = None):
+        self.compiled = compiled
+        self.config = Path(config) if config is not None else None
+        self._runtime: Runtime | None = None
+
+    def __getstate__(self) -> dict:
+        return {"compiled": self.compiled, "config": self.config}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["compiled"], state["config"])
+
+    def __enter__(self) -> "Rubric":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._runtime is not None:
+            self._runtime.close()
+
+    @property
+    def ir(self) -> ir.Rubric:
+        return self.compiled.ir
+
+    @property
+    def name(self) -> str:
+        return self.compiled.name
+
+    def check(self, bundle: Any, name: str | None = None, chain: str | None = None) -> CheckReport:
+        """Check one decoded bundle (a dict). Raises BundleError when it is malformed.
+
+        ``chain`` picks the CHAIN to run when the rubric has several.
+        """
+        if self._runtime is None and self.compiled.ir.chains:
+            self._runtime = Runtime(self.compiled, self.config)
+        return check_bundle(self.compiled, bundle, name, self._runtime, chain)
+
+    def to_ir_json(self) -> str:
+        """The IR as deterministic JSON text (what ``admiss compile`` writes)."""
+        return ir.to_json(self.compiled.ir)
+
+    def __repr__(self) -> str:
+        return f"<admiss.Rubric {self.name!r}: {len(self.compiled.properties)} properties>"
+
+
+def parse_source(text: str, name: str = "<string>") -> ir.Rubric:
+    """The analysed IR of rubric source ``text``; RubricSyntaxError / RubricCompileError if bad."""
+    source = Source(name, text)
+    rubric, problems = lower(parse(source), name, Path(name).stem or "rubric")
+    problems = sorted(problems + analyze(rubric, name), key=lambda d: (d.span.line, d.span.column))
+    if problems:
+        raise RubricCompileError(problems, source)
+    return rubric
+
+
+def compile_source(text: str, name: str = "<string>", origin: str | None = None,
+                   config: str | Path | None = None) -> Rubric:
+    """Compile rubric source text. ``name`` is used in messages and for the default rubric name.
+
+    ``origin`` is the rubric's path: gate files (schemas, subprocess folders) resolve next to it.
+    """
+    return Rubric(compile_ir(parse_source(text, name), origin), config)
+
+
+def ir_from_json(text: str, name: str) -> ir.Rubric:
+    """The IR stored in compiled JSON ``text``, checked as strictly as source is."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise IRError([Diagnostic("I001", f"invalid JSON: {exc.msg}", file=name)], None) from None
+    version = data.get("ir_version") if isinstance(data, dict) else None
+    if version != ir.IR_VERSION:
+        raise IRError([Diagnostic("I001", f"not admiss IR version {ir.IR_VERSION} (ir_version: {version!r})",
+                                  file=name, hint="recompile the rubric with this admiss: admiss compile")])
+    try:
+        rubric = ir.from_dict(data)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise IRError([Diagnostic("I001", f"malformed IR: {exc!r}", file=name,
+                                  hint="IR files are written by admiss compile; see docs/ir.schema.json")]) from None
+    problems = analyze(rubric, name)
+    if problems:
+        raise RubricCompileError(problems)
+    return rubric
+
+
+def read_text(path: str | Path) -> str:
+    """The text of ``path``, or InputError E001 naming the file."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise input_error(str(path), "no such file", hint="check the path") from None
+    except IsADirectoryError:
+        raise input_error(str(path), "is a folder, not a file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise input_error(str(path), f"cannot read: {exc}") from None
+
+
+def load(path: str | Path, config: str | Path | None = None) -> Rubric:
+    """Load a ``.rubric`` source file or compiled IR ``.json``.
+
+    ``config`` is an admiss.toml for gate chains; without it one is looked for beside the
+    rubric, then in the working folder.
+    """
+    path = Path(path)
+    text = read_text(path)
+    if path.suffix == ".json":
+        return Rubric(compile_ir(ir_from_json(text, str(path)), str(path)), config)
+    return compile_source(text, str(path), str(path), config)

@@ -1,0 +1,144 @@
+"""Candidate bundles: reading them and checking their shape, with JSON-path errors."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterator
+
+from admiss.errors import BundleError, Diagnostic, did_you_mean
+from admiss.source import Source, Span
+
+_EVIDENCE_FIELDS = ("kind", "detail", "source_label")
+_EVIDENCE_HINT = "each evidence item needs string fields kind, detail and source_label"
+_TYPE_WORDS = {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
+               int: "a number", float: "a number", type(None): "null"}
+
+
+def _type_word(value: Any) -> str:
+    return _TYPE_WORDS.get(type(value), type(value).__name__)
+
+
+def parse_bundle_text(text: str, name: str, line_offset: int = 0) -> Any:
+    """The JSON value in ``text``, or BundleError B001 at the line and column that broke."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        line = exc.lineno + line_offset
+        source = Source(name, "\n" * line_offset + text)
+        span = Span.point(line, exc.colno)
+        raise BundleError([Diagnostic("B001", f"invalid JSON: {exc.msg}", span, file=name,
+                                      hint="a bundle is one JSON object (a .jsonl file: one per line)")],
+                          source) from None
+    except RecursionError:
+        raise BundleError([Diagnostic("B001", "invalid JSON: nested too deeply", file=name)]) from None
+
+
+def _shape_problems(bundle: Any) -> Iterator[tuple[str, str, str | None]]:
+    """(path, problem, hint) for every way ``bundle`` breaks the bundle rules."""
+    if not isinstance(bundle, dict):
+        yield "$", f"a bundle must be a JSON object, not {_type_word(bundle)}", None
+        return
+    for key in ("rubric", "prompt", "model", "output"):
+        if key in bundle and not isinstance(bundle[key], str) and not (key == "output" and bundle[key] is None):
+            yield key, f"must be a string, not {_type_word(bundle[key])}", None
+    if "meta" in bundle and not isinstance(bundle["meta"], dict):
+        yield "meta", f"must be an object, not {_type_word(bundle['meta'])}", None
+    yield from _string_list_problems(bundle, "samples", "samples")
+    yield from _evidence_problems(bundle.get("evidence", []), "evidence")
+    yield from _candidates_problems(bundle.get("candidates", []))
+
+
+def _string_list_problems(holder: dict, key: str, path: str) -> Iterator[tuple[str, str, str | None]]:
+    if key not in holder:
+        return
+    values = holder[key]
+    if not isinstance(values, list):
+        yield path, f"must be an array of strings, not {_type_word(values)}", None
+        return
+    for i, value in enumerate(values):
+        if not isinstance(value, str):
+            yield f"{path}[{i}]", f"must be a string, not {_type_word(value)}", None
+
+
+def _evidence_problems(items: Any, path: str) -> Iterator[tuple[str, str, str | None]]:
+    if not isinstance(items, list):
+        yield path, f"must be an array, not {_type_word(items)}", None
+        return
+    for i, item in enumerate(items):
+        where = f"{path}[{i}]"
+        if not isinstance(item, dict):
+            yield where, f"must be an object, not {_type_word(item)}", _EVIDENCE_HINT
+            continue
+        for field in _EVIDENCE_FIELDS:
+            if field not in item:
+                yield f"{where}.{field}", "missing", _EVIDENCE_HINT
+            elif not isinstance(item[field], str):
+                yield f"{where}.{field}", f"must be a string, not {_type_word(item[field])}", _EVIDENCE_HINT
+        if "property" in item and not isinstance(item["property"], str):
+            yield f"{where}.property", f"must be a string, not {_type_word(item['property'])}", None
+
+
+def _candidates_problems(candidates: Any) -> Iterator[tuple[str, str, str | None]]:
+    if not isinstance(candidates, list):
+        yield "candidates", f"must be an array, not {_type_word(candidates)}", None
+        return
+    for i, cand in enumerate(candidates):
+        where = f"candidates[{i}]"
+        if not isinstance(cand, dict):
+            yield where, f"must be an object, not {_type_word(cand)}", None
+            continue
+        if not isinstance(cand.get("rung"), str):
+            yield f"{where}.rung", "missing" if "rung" not in cand else "must be a string", \
+                "a candidate names the RUNG it answers for"
+        for key in ("model",):
+            if key in cand and not isinstance(cand[key], str):
+                yield f"{where}.{key}", f"must be a string, not {_type_word(cand[key])}", None
+        if "output" in cand and not isinstance(cand["output"], (str, type(None))):
+            yield f"{where}.output", f"must be a string, not {_type_word(cand['output'])}", None
+        cost = cand.get("cost_usd", 0)
+        if isinstance(cost, bool) or not isinstance(cost, (int, float)) or cost < 0:
+            yield f"{where}.cost_usd", "must be a number >= 0", None
+        yield from _string_list_problems(cand, "samples", f"{where}.samples")
+        yield from _evidence_problems(cand.get("evidence", []), f"{where}.evidence")
+
+
+def validate_bundle(bundle: Any, name: str) -> dict:
+    """``bundle`` itself when it keeps the bundle rules, else BundleError listing every break."""
+    problems = list(_shape_problems(bundle))
+    if problems:
+        raise BundleError([Diagnostic("B002", f"{path}: {problem}", hint=hint, file=name)
+                           for path, problem, hint in problems])
+    return bundle
+
+
+def property_problems(bundle: dict, names: frozenset[str], name: str) -> None:
+    """Raise BundleError when an evidence item is offered to a property the rubric lacks."""
+    problems = [
+        Diagnostic("B002", f"{where}.property: no property '{item['property']}' in the rubric",
+                   hint=did_you_mean(item["property"], names) or "properties: " + ", ".join(sorted(names)),
+                   file=name)
+        for where, item in _all_evidence(bundle)
+        if "property" in item and item["property"] not in names
+    ]
+    if problems:
+        raise BundleError(problems)
+
+
+def _all_evidence(bundle: dict) -> Iterator[tuple[str, dict]]:
+    for i, item in enumerate(bundle.get("evidence", ())):
+        yield f"evidence[{i}]", item
+    for c, cand in enumerate(bundle.get("candidates", ())):
+        for i, item in enumerate(cand.get("evidence", ())):
+            yield f"candidates[{c}].evidence[{i}]", item
+
+
+def rung_problems(bundle: dict, rungs: frozenset[str], name: str) -> None:
+    """Raise BundleError when a candidate names a rung the chain lacks."""
+    problems = [
+        Diagnostic("B002", f"candidates[{i}].rung: no RUNG '{cand['rung']}' in the chain",
+                   hint=did_you_mean(cand["rung"], rungs) or "rungs: " + ", ".join(sorted(rungs)), file=name)
+        for i, cand in enumerate(bundle.get("candidates", ()))
+        if cand["rung"] not in rungs
+    ]
+    if problems:
+        raise BundleError(problems)

@@ -1,0 +1,196 @@
+"""Parse tree to IR: the one place that knows the grammar's rule names.
+
+Lowering checks what only the tree shows (an option given twice, a CHAIN mixing rungs with
+bare gates, a second RUBRIC header, numbers of the wrong shape) and collects every problem
+instead of stopping at the first; meaning (kinds, references, ranges) is analyze.py's job.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import PurePath
+
+from admiss import ir
+from admiss.errors import Diagnostic
+from admiss.parser import Token, Tree
+from admiss.source import Span
+
+
+def _span(node: Tree | Token) -> Span:
+    meta = node if isinstance(node, Token) else node.meta
+    return Span(meta.line, meta.column, meta.end_line, meta.end_column)
+
+
+class _Lowering:
+    def __init__(self, file: str):
+        self.file = file
+        self.diagnostics: list[Diagnostic] = []
+
+    def error(self, code: str, message: str, span: Span, hint: str | None = None) -> None:
+        self.diagnostics.append(Diagnostic(code, message, span, hint=hint, file=self.file))
+
+    # ------------------------------------------------------------ leaves
+
+    def string(self, token: Token) -> str:
+        value = json.loads(token)
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            self.error("E100", "syntax error: string holds an unpaired surrogate escape", _span(token),
+                       hint="write a \\uXXXX escape pair or the character itself")
+        return value
+
+    def ref(self, token: Token) -> ir.Ref:
+        return ir.Ref(str(token), _span(token))
+
+    def string_ref(self, token: Token) -> ir.Ref:
+        return ir.Ref(self.string(token), _span(token))
+
+    def names(self, tree: Tree) -> tuple[ir.Ref, ...]:
+        return tuple(self.ref(t) for t in tree.children)
+
+    def strings(self, tree: Tree) -> tuple[ir.Ref, ...]:
+        return tuple(self.string_ref(t) for t in tree.children)
+
+    # ------------------------------------------------------------ rubric
+
+    def rubric(self, tree: Tree, default_name: str) -> ir.Rubric:
+        headers = [c for c in tree.children if c.data == "header"]
+        for extra in headers[1:]:
+            self.error("E113", "more than one RUBRIC header", _span(extra),
+                       hint="a file is one rubric; keep a single RUBRIC line")
+        name, title = default_name, None
+        if headers:
+            name = str(headers[0].children[0])
+            title = self.string(headers[0].children[1]) if len(headers[0].children) > 1 else None
+        return ir.Rubric(
+            name=name,
+            title=title,
+            kinds=tuple(r for c in tree.children if c.data == "kinds" for r in self.names(c.children[0])),
+            properties=tuple(self.property(c) for c in tree.children if c.data == "property"),
+            chains=tuple(self.chain(c) for c in tree.children if c.data == "chain"),
+            source=self.file and PurePath(self.file).name,
+            span=_span(tree) if tree.children else Span(1, 1, 1, 1),
+        )
+
+    def property(self, tree: Tree) -> ir.Property:
+        keyword, name, *rest = tree.children
+        title = self.string(rest.pop(0)) if rest and isinstance(rest[0], Token) else None
+        by_rule: dict[str, list[Tree]] = {"admit": [], "forbid": [], "reject": [], "default": []}
+        for stmt in rest:
+            by_rule[stmt.data].append(stmt)
+        defaults = [self.ref(s.children[0]) for s in by_rule["default"]]
+        return ir.Property(
+            name=str(name),
+            title=title,
+            admit=tuple(r for s in by_rule["admit"] for r in self.names(s.children[1])),
+            forbid=tuple(r for s in by_rule["forbid"] for r in self.names(s.children[0])),
+            shortcuts=tuple(r for s in by_rule["reject"] for r in self.strings(s.children[0])),
+            default=self.single_default(defaults),
+            span=_span(tree),
+            # An inadmissible item is excluded by what the ADMIT clauses leave out, so its
+            # report points at the first ADMIT (or at PROPERTY when there is none).
+            admit_span=_span(by_rule["admit"][0].children[0]) if by_rule["admit"] else _span(keyword),
+        )
+
+    def single_default(self, defaults: list[ir.Ref]) -> ir.Ref:
+        for extra in defaults[1:]:
+            self.error("E115", "DEFAULT given more than once", extra.span, hint="keep one DEFAULT line")
+        return defaults[0] if defaults else ir.Ref("no")
+
+    # ------------------------------------------------------------ chains
+
+    def chain(self, tree: Tree) -> ir.Chain:
+        name, *members = tree.children
+        rungs = [m for m in members if m.data == "rung"]
+        gates = [m for m in members if m.data == "gate"]
+        if rungs and gates:
+            self.error("E114", f"CHAIN {name} mixes RUNG blocks with GATE lines", _span(gates[0]),
+                       hint="put these gates inside a RUNG, or drop the RUNGs to make the chain one rung")
+        if gates and not rungs:
+            lowered = (ir.Rung(str(name), None, tuple(self.gate(g) for g in gates), implicit=True, span=_span(tree)),)
+        else:
+            lowered = tuple(self.rung(r) for r in rungs)
+        return ir.Chain(str(name), lowered, _span(tree))
+
+    def rung(self, tree: Tree) -> ir.Rung:
+        name, *rest = tree.children
+        model = None
+        if rest and rest[0].data == "rung_model":
+            model = self.string(rest.pop(0).children[0])
+        return ir.Rung(str(name), model, tuple(self.gate(g) for g in rest), span=_span(tree))
+
+    def gate(self, tree: Tree) -> ir.Gate:
+        kind, *options = tree.children
+        values: dict[str, object] = {}
+        spans: dict[str, Span] = {"kind": _span(kind)}
+        value_spans: dict[str, Span] = {}
+        for option in options:
+            pairs = self.option(option)
+            if pairs[0][0] in values:
+                self.error("E115", f"{_OPTION_WORDS[pairs[0][0]]} given twice on one GATE", _span(option),
+                           hint="keep one")
+                continue
+            for key, value in pairs:
+                values[key], spans[key] = value, _span(option)
+            # A single-token value (a number, a name, a string) sits at the option's end,
+            # one token per IR field the option sets.
+            tokens = [t for t in option.children if isinstance(t, Token)]
+            if len(tokens) == len(pairs):
+                value_spans.update((key, _span(t)) for (key, _), t in zip(pairs, tokens))
+        return ir.Gate(kind=str(kind), span=_span(tree), option_spans=tuple(spans.items()),
+                       value_spans=tuple(value_spans.items()), **values)
+
+    def option(self, tree: Tree) -> list[tuple[str, object]]:
+        """The IR fields one option sets (BUDGET sets two)."""
+        rule, args = tree.data, tree.children
+        if rule == "gate_properties":
+            return [("properties", self.names(args[0]))]
+        if rule == "on_abstain":
+            return [("on_abstain", str(args[0]))]
+        if rule == "cmd":
+            return [("cmd", tuple(r.value for r in self.strings(args[0])) if args else ())]
+        if rule == "timeout":
+            return [("timeout_s", self.seconds(args[0]))]
+        if rule == "k":
+            return [("k", self.integer(args[0], "K"))]
+        if rule == "budget":
+            return [("budget_rate", float(args[0])), ("budget_window", self.integer(args[1], "WINDOW"))]
+        if rule in _STRING_OPTIONS:
+            return [(_STRING_OPTIONS[rule], self.string(args[0]))]
+        return [("threshold", float(args[0]))]
+
+    def seconds(self, token: Token) -> float:
+        text = str(token)
+        for suffix, scale in (("ms", 0.001), ("s", 1.0), ("m", 60.0)):
+            if text.endswith(suffix):
+                return float(text[: -len(suffix)]) * scale
+        raise AssertionError(f"the grammar admits no duration {text!r}")
+
+    def integer(self, token: Token, what: str) -> int:
+        if "." in token:
+            self.error("E116", f"{what} must be a whole number, not {token}", _span(token))
+            return int(float(token))
+        return int(token)
+
+
+_STRING_OPTIONS = {"file": "file", "model": "model", "judge_rubric": "rubric"}
+_OPTION_WORDS = {
+    "properties": "the property list",
+    "on_abstain": "ON ABSTAIN",
+    "file": "FILE",
+    "cmd": "CMD",
+    "timeout_s": "TIMEOUT",
+    "model": "MODEL",
+    "threshold": "THRESHOLD",
+    "rubric": "RUBRIC",
+    "k": "K",
+    "budget_rate": "BUDGET",
+}
+
+
+def lower(tree: Tree, file: str, default_name: str) -> tuple[ir.Rubric, list[Diagnostic]]:
+    """The IR for a parse tree, and the structural problems found on the way."""
+    lowering = _Lowering(file)
+    rubric = lowering.rubric(tree, default_name)
+    return rubric, lowering.diagnostics

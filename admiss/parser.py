@@ -1,0 +1,118 @@
+"""Text to parse tree. The only module that imports lark; lark's errors stop here."""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+
+import lark
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from admiss.errors import Diagnostic, RubricSyntaxError
+from admiss.source import Source, Span
+
+Tree = lark.Tree
+Token = lark.Token
+
+# How an expected terminal reads in a message.
+_TERMINAL_WORDS = {
+    "NAME": "a name",
+    "STRING": "a string",
+    "NUMBER": "a number",
+    "DURATION": "a duration such as 5s or 500ms",
+    "LBRACE": "'{'",
+    "RBRACE": "'}'",
+    "LSQB": "'['",
+    "RSQB": "']'",
+    "COMMA": "','",
+    "$END": "end of file",
+}
+
+
+def grammar_text() -> str:
+    return (resources.files("admiss.grammar") / "rubric.lark").read_text(encoding="utf-8")
+
+
+@functools.lru_cache(maxsize=1)
+def _lark() -> lark.Lark:
+    # cache=True keeps the LALR tables on disk keyed by the grammar's hash, so a CLI
+    # run does not rebuild them.
+    return lark.Lark(
+        grammar_text(),
+        parser="lalr",
+        propagate_positions=True,
+        maybe_placeholders=False,
+        cache=True,
+    )
+
+
+def parse(source: Source) -> Tree:
+    """The parse tree of ``source``, or RubricSyntaxError with a located message."""
+    try:
+        return _lark().parse(source.text)
+    except UnexpectedInput as exc:
+        raise RubricSyntaxError([syntax_diagnostic(exc, source)], source) from None
+
+
+def _word(terminal: str) -> str:
+    if terminal in _TERMINAL_WORDS:
+        return _TERMINAL_WORDS[terminal]
+    return terminal if terminal.isupper() and terminal.isalpha() else terminal.lower()
+
+
+def _expected(exc: UnexpectedInput) -> list[str]:
+    names = getattr(exc, "accepts", None) or getattr(exc, "expected", None) or ()
+    return sorted({_word(n) for n in names if not n.startswith("__")})
+
+
+def _hint(expected: list[str]) -> str | None:
+    if not expected:
+        return None
+    if len(expected) > 8:
+        return "expected one of: " + ", ".join(expected[:8]) + ", ..."
+    return "expected " + (expected[0] if len(expected) == 1 else "one of: " + ", ".join(expected))
+
+
+def _found(exc: UnexpectedInput, source: Source) -> tuple[str, Span]:
+    if isinstance(exc, UnexpectedToken):
+        token = exc.token
+        if token.type == "$END":
+            return "unexpected end of file", _end_span(source)
+        width = max(1, len(str(token)))
+        return f"unexpected {_describe_token(token)}", Span.point(token.line, token.column, width)
+    if isinstance(exc, UnexpectedCharacters):
+        char = source.text[exc.pos_in_stream] if exc.pos_in_stream < len(source.text) else ""
+        if char == '"':
+            return "unterminated or malformed string", Span.point(exc.line, exc.column)
+        return f"unexpected character {char!r}", Span.point(exc.line, exc.column)
+    return "unexpected end of file", _end_span(source)
+
+
+def _describe_token(token: Token) -> str:
+    if token.type == "STRING":
+        return f"string {token}"
+    if token.type in ("NAME", "NUMBER", "DURATION"):
+        return f"{token.type.lower()} {str(token)!r}"
+    return f"{str(token)!r}"
+
+
+def _end_span(source: Source) -> Span:
+    lines = source.text.splitlines() or [""]
+    return Span.point(len(lines), len(lines[-1]) + 1)
+
+
+def _special_hint(exc: UnexpectedInput, source: Source) -> str | None:
+    """A hint for the mistakes people make most: lower-case keywords and bad escapes."""
+    token = getattr(exc, "token", None)
+    expected = set(getattr(exc, "expected", None) or ())
+    if token is not None and token.type == "NAME" and str(token).upper() in expected:
+        return f"keywords are upper case: write {str(token).upper()}"
+    if isinstance(exc, UnexpectedCharacters) and source.text[exc.pos_in_stream:exc.pos_in_stream + 1] == '"':
+        return 'strings end on the same line and use JSON escapes: \\" \\\\ \\n \\uXXXX'
+    return None
+
+
+def syntax_diagnostic(exc: UnexpectedInput, source: Source) -> Diagnostic:
+    message, span = _found(exc, source)
+    hint = _special_hint(exc, source) or _hint(_expected(exc))
+    return Diagnostic("E100", f"syntax error: {message}", span, hint=hint, file=source.name)

@@ -1,0 +1,87 @@
+"""The JSON report: the seed's field names, the aggregate, and where each exclusion came from."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from admiss.cascade import ChainResult, GateRecord
+    from admiss.compiler import PropertyResult
+    from admiss.interpreter import CheckReport
+
+
+def excluded_dict(result: "PropertyResult", item: dict, reason: str) -> dict[str, Any]:
+    kind, label = item["kind"], item["source_label"]
+    return {
+        "detail": item["detail"],
+        "reason": reason,
+        "kind": kind,
+        "source_label": label,
+        "clause": result.prop.clause(reason, kind, label),
+    }
+
+
+def property_dict(result: "PropertyResult") -> dict[str, Any]:
+    prop = result.prop
+    return {
+        "property": prop.display_name,
+        "name": prop.name,
+        "admissible": list(prop.admissible),
+        "forbidden": list(prop.forbidden),
+        "shortcut_rejections": list(prop.shortcut_rejections),
+        "evidence": list(result.evidence),
+        "excluded": [excluded_dict(result, item, reason) for item, reason in result.excluded],
+        "rationale": result.rationale,
+        "default_verdict": prop.default,
+        "verdict": result.verdict,
+    }
+
+
+def gate_dict(record: "GateRecord") -> dict[str, Any]:
+    out = {
+        "gate": record.gate,
+        "verdict": record.verdict,
+        "effective": record.effective,
+        "score": record.score,
+        "reason": record.reason,
+        "duration_ms": record.duration_ms,
+        "gate_cost_usd": record.gate_cost_usd,
+        "disabled": record.disabled,
+    }
+    # The admissibility gate's property reports appear in the chain's report.
+    if record.details and "properties" in record.details:
+        out["properties"] = [property_dict(r) for r in record.details["properties"]]
+    return out
+
+
+def chain_dict(chain: "ChainResult") -> dict[str, Any]:
+    return {
+        "name": chain.name,
+        "served": chain.served,
+        "rungs": [
+            {
+                "rung": rung.rung,
+                "model": rung.model,
+                "cost_usd": rung.cost_usd,
+                "outcome": rung.outcome,
+                "gates": [gate_dict(g) for g in rung.gates],
+            }
+            for rung in chain.rungs
+        ],
+        "model_cost_usd": chain.model_cost_usd,
+        "gate_cost_usd": chain.gate_cost_usd,
+    }
+
+
+def report_dict(report: "CheckReport") -> dict[str, Any]:
+    out = {
+        "bundle": report.bundle_name,
+        "rubric": report.rubric.name,
+        "verdict": report.verdict,
+        "aggregate": report.aggregate,
+        "missing_evidence_count": report.missing_evidence_count,
+        "properties": [property_dict(r) for r in report.properties],
+    }
+    if report.chain is not None:
+        out["chain"] = chain_dict(report.chain)
+    return out

@@ -1,0 +1,94 @@
+"""The terminal view: verdicts coloured, evidence and exclusions in tables.
+
+The only module that imports rich, and only when a report is drawn.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+if TYPE_CHECKING:
+    from admiss.cascade import ChainResult
+    from admiss.compiler import PropertyResult
+    from admiss.interpreter import CheckReport
+
+_VERDICT_STYLE = {"yes": "bold green", "no": "bold red", "pass": "bold green", "fail": "bold red",
+                  "abstain": "bold yellow", "skipped": "dim", "served": "bold green", "escalated": "yellow",
+                  "exhausted": "bold red"}
+
+
+def _verdict(word: str) -> Text:
+    return Text(word, style=_VERDICT_STYLE.get(word, "bold"))
+
+
+def _rules_table(result: "PropertyResult") -> Table:
+    prop = result.prop
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="dim")
+    table.add_column()
+    table.add_row("admissible", ", ".join(prop.admissible) or "—")
+    table.add_row("forbidden", ", ".join(prop.forbidden) or "—")
+    table.add_row("shortcuts rejected", ", ".join(prop.shortcut_rejections) or "—")
+    table.add_row("default verdict", prop.default)
+    return table
+
+
+def _evidence_table(result: "PropertyResult") -> Table:
+    table = Table(show_edge=False, expand=True)
+    table.add_column("evidence")
+    table.add_column("outcome")
+    table.add_column("clause", style="dim")
+    for detail in result.evidence:
+        table.add_row(detail, Text("admitted", style="green"), "")
+    for item, reason in result.excluded:
+        clause = result.prop.clause(reason, item["kind"], item["source_label"])
+        where = f"line {clause['line']}: {clause['keyword']} {clause['value'] or ''}".rstrip()
+        table.add_row(item["detail"], Text(reason, style="red"), where)
+    if not result.evidence and not result.excluded:
+        table.add_row(Text("no evidence offered", style="dim"), "", "")
+    return table
+
+
+def property_panel(result: "PropertyResult") -> Panel:
+    title = Text.assemble(result.prop.display_name, "  ", _verdict(result.verdict))
+    body = Group(_rules_table(result), _evidence_table(result), Text(result.rationale, style="italic"))
+    return Panel(body, title=title, title_align="left")
+
+
+def chain_table(chain: "ChainResult") -> Table:
+    table = Table(title=f"chain {chain.name}", title_justify="left", expand=True)
+    for column in ("rung", "gate", "verdict", "score", "cost $", "ms", "reason"):
+        table.add_column(column, overflow="fold")
+    for rung in chain.rungs:
+        table.add_row(Text.assemble(rung.rung, " ", _verdict(rung.outcome)), rung.model or "", "", "",
+                      f"{rung.cost_usd:.6f}", "", "", end_section=not rung.gates)
+        for i, gate in enumerate(rung.gates):
+            shown = _verdict(gate.verdict)
+            if gate.effective != gate.verdict:
+                shown = Text.assemble(shown, " → ", _verdict(gate.effective))
+            score = "" if gate.score is None else f"{gate.score:.2f}"
+            table.add_row("", gate.gate, shown, score, f"{gate.gate_cost_usd:.6f}", f"{gate.duration_ms:.0f}",
+                          gate.reason, end_section=i == len(rung.gates) - 1)
+    return table
+
+
+def print_report(report: "CheckReport", console: Console | None = None) -> None:
+    console = console or Console()
+    if report.bundle_name:
+        console.rule(report.bundle_name)
+    for result in report.properties:
+        console.print(property_panel(result))
+    console.print(Text.assemble("aggregate: ", _verdict(report.aggregate),
+                                f"   missing evidence: {report.missing_evidence_count}"))
+    if report.chain is not None:
+        chain = report.chain
+        console.print(chain_table(chain))
+        console.print(Text.assemble(
+            "served: ", chain.served or Text("none (exhausted)", style="bold red"),
+            f"   model spend ${chain.model_cost_usd:.6f}   gate spend ${chain.gate_cost_usd:.6f}   verdict: ",
+            _verdict(report.verdict)))

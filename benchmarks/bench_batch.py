@@ -1,0 +1,136 @@
+"""Batch checking: `admiss check --format json big.jsonl` vs the JSON I/O floor, --jobs, memory."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import tempfile
+import time
+from itertools import islice
+from pathlib import Path
+
+from benchmarks import admiss_probe, datagen
+from benchmarks.settings import Settings
+from benchmarks.tables import bytes_text, print_section, print_table, rate_text, ratio_text, seconds_text, target_text
+from benchmarks.timing import ProcessRun, Timing, run_process, time_process
+
+PROPERTIES = 3
+ITEMS = 6
+FLOOR_SCRIPT = Path(__file__).with_name("json_floor.py")
+TARGET_FLOOR_FRACTION = 0.5
+# Peak RSS at 10× the input may grow by this much and still count as flat.
+FLAT_MEMORY_TOLERANCE = 1.25
+
+
+def line_count(path: Path) -> int:
+    with path.open("rb") as f:
+        return sum(1 for _ in f)
+
+
+def admiss_check_command(rubric: Path, bundles: Path, *extra: str) -> list[str]:
+    return [*admiss_probe.cli_command(), "check", "--rubric", str(rubric), "--format", "json", *extra, str(bundles)]
+
+
+def complaints(runs: list[ProcessRun], output: Path, expected_lines: int) -> list[str]:
+    """What went wrong in a batch run: a usage/input exit code, or reports missing from the output."""
+    problems = [f"exit code {r.returncode}: {r.stderr.strip()[-500:]}" for r in runs if r.returncode not in (0, 1)]
+    lines = line_count(output)
+    if lines != expected_lines:
+        problems.append(f"{lines} report lines for {expected_lines} bundles")
+    return problems
+
+
+def throughput_row(name: str, timing: Timing, bundles: int, floor: Timing, peak_rss: int | None) -> list[str]:
+    return [
+        name,
+        seconds_text(timing.best),
+        seconds_text(timing.median),
+        rate_text(bundles / timing.median),
+        ratio_text(floor.median / timing.median),
+        bytes_text(peak_rss) if peak_rss else "",
+    ]
+
+
+def in_process_rows(rubric_props: list[datagen.PropertyData], bundles_path: Path, count: int) -> list[list[str]]:
+    """admiss.check_many vs a loop of rubric.check over the same bundles already in memory."""
+    if not admiss_probe.has_api("check_many"):
+        return [["admiss.check_many (in process)", "not available", "", "", "", ""]]
+    with bundles_path.open(encoding="utf-8") as f:
+        bundles = [json.loads(line) for line in islice(f, count)]
+    rubric = admiss_probe.compiled(rubric_props)
+    start = time.perf_counter()
+    loop_reports = [rubric.check(b).to_dict() for b in bundles]
+    loop_seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    many_reports = [r.to_dict() for r in admiss_probe.api().check_many(rubric, bundles)]
+    many_seconds = time.perf_counter() - start
+    same = "same reports" if many_reports == loop_reports else "REPORTS DIFFER"
+    return [
+        [f"loop of rubric.check, {count} bundles in memory", seconds_text(loop_seconds), "", rate_text(count / loop_seconds), "", ""],
+        [f"admiss.check_many, same bundles ({same})", seconds_text(many_seconds), "", rate_text(count / many_seconds), "", ""],
+    ]
+
+
+def run(settings: Settings) -> None:
+    print_section("batch: admiss check --format json over a JSONL file vs the JSON I/O floor")
+    floor_library = "orjson" if importlib.util.find_spec("orjson") else "json (stdlib; install orjson for the real floor)"
+    count, small_count = settings.batch_bundles, settings.batch_bundles // 10
+    props = datagen.properties(PROPERTIES)
+    with tempfile.TemporaryDirectory(prefix="admiss-bench-") as tmp:
+        folder = Path(tmp)
+        rubric = folder / "batch.rubric"
+        rubric.write_text(datagen.rubric_source(props, "batch"), encoding="utf-8")
+        big, small, out = folder / "big.jsonl", folder / "small.jsonl", folder / "out.jsonl"
+        datagen.write_jsonl(big, datagen.targeted_bundles(count, ITEMS, props))
+        datagen.write_jsonl(small, datagen.targeted_bundles(small_count, ITEMS, props))
+        print(f"{count} bundles ({PROPERTIES} properties, {ITEMS} items each, {bytes_text(big.stat().st_size)}); floor library: {floor_library}\n")
+
+        floor, _ = time_process([sys.executable, str(FLOOR_SCRIPT), str(big)], settings.batch_repeats, stdout=out)
+        rows = [throughput_row("JSON I/O floor (parse + serialise)", floor, count, floor, None)]
+        lines = []
+        if admiss_probe.cli_command() is None:
+            rows.append(["admiss check", "not available", "", "", "", ""])
+            lines.append(target_text(f"throughput ≥ {TARGET_FLOOR_FRACTION:g} of the floor", None, "the admiss CLI is not available"))
+        else:
+            timing, runs = time_process(admiss_check_command(rubric, big), settings.batch_repeats, stdout=out)
+            problems = complaints(runs, out, count)
+            peak_big = max(r.max_rss for r in runs)
+            rows.append(throughput_row("admiss check --format json", timing, count, floor, peak_big))
+            fraction = floor.median / timing.median
+            lines.append(target_text(f"throughput ≥ {TARGET_FLOOR_FRACTION:g} of the floor", fraction >= TARGET_FLOOR_FRACTION, f"{fraction:.2f} of the floor by median"))
+            lines += jobs_lines(rows, rubric, big, out, count, floor, settings)
+            lines.append(memory_line(rubric, small, small_count, count, peak_big, folder))
+            for problem in problems:
+                print(f"!!! PROBLEM in the batch run: {problem}")
+        rows += in_process_rows(props, big, min(count, 10_000))
+    print_table(
+        "Whole run as a subprocess, output to a file; ratio = floor time / run time (the floor's throughput is 1.00×)",
+        ["run", "best", "median", "bundles/s", "ratio to floor", "peak RSS"],
+        rows,
+    )
+    print("\n".join(lines), end="\n\n")
+
+
+def jobs_lines(rows: list[list[str]], rubric: Path, big: Path, out: Path, count: int, floor: Timing, settings: Settings) -> list[str]:
+    """Time --jobs 1 and --jobs 2 (adding their rows) and say how --jobs scales."""
+    if not admiss_probe.cli_supports("--jobs"):
+        rows.append(["admiss check --jobs N", "not available", "", "", "", ""])
+        return [target_text("--jobs scales near-linearly", None, "--jobs is not available")]
+    timings = {}
+    for jobs in (1, 2):
+        timing, runs = time_process(admiss_check_command(rubric, big, "--jobs", str(jobs)), settings.batch_repeats, stdout=out)
+        for problem in complaints(runs, out, count):
+            print(f"!!! PROBLEM in the --jobs {jobs} run: {problem}")
+        timings[jobs] = timing
+        rows.append(throughput_row(f"admiss check --jobs {jobs}", timing, count, floor, max(r.max_rss for r in runs)))
+    scaling = timings[1].median / timings[2].median
+    return [target_text("--jobs 2 near-linear (≥ 1.7× --jobs 1)", scaling >= 1.7, f"--jobs 2 is {ratio_text(scaling)} --jobs 1 by median")]
+
+
+def memory_line(rubric: Path, small: Path, small_count: int, count: int, peak_big: int, folder: Path) -> str:
+    """Peak RSS of a run over a tenth of the bundles, against the full run's."""
+    run_small = run_process(admiss_check_command(rubric, small), stdout=folder / "small-out.jsonl")
+    growth = peak_big / run_small.max_rss
+    detail = f"peak RSS {bytes_text(run_small.max_rss)} for {small_count} bundles, {bytes_text(peak_big)} for {count}: {ratio_text(growth)}"
+    return target_text("memory flat in the input size", growth <= FLAT_MEMORY_TOLERANCE, detail)

@@ -1,0 +1,56 @@
+"""Run the admiss benchmarks: ``python benchmarks/run.py [--quick] [--only NAME ...]``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+# Run as a script, the repository root is not on the path; the sections import each
+# other as the ``benchmarks`` package.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks import bench_batch, bench_compile, bench_inprocess, bench_peers, bench_startup  # noqa: E402
+from benchmarks.settings import settings_for  # noqa: E402
+
+SECTIONS = {
+    "inprocess": bench_inprocess.run,
+    "peers": bench_peers.run,
+    "batch": bench_batch.run,
+    "startup": bench_startup.run,
+    "compile": bench_compile.run,
+}
+
+
+def parsed_arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="fewer repeats and 10k instead of 100k batch bundles")
+    parser.add_argument("--only", action="append", choices=sorted(SECTIONS), metavar="NAME", help=f"run only this section (repeatable): {', '.join(SECTIONS)}")
+    return parser.parse_args(argv)
+
+
+def machine_line() -> str:
+    return f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs; {sys.executable}"
+
+
+def load_text() -> str:
+    # Other work on the machine moves every absolute figure; the load says how much.
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.2f} (1 min), {five:.2f} (5 min)"
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parsed_arguments(argv)
+    settings = settings_for(args.quick)
+    print(f"admiss benchmarks ({'quick' if args.quick else 'full'} run) — {machine_line()}; {load_text()}\n")
+    for name in args.only or SECTIONS:
+        start = time.perf_counter()
+        SECTIONS[name](settings)
+        print(f"({name} took {time.perf_counter() - start:.1f} s; {load_text()})\n", flush=True)
+
+
+if __name__ == "__main__":
+    main()

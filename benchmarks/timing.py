@@ -1,0 +1,110 @@
+"""Repeated timing with perf_counter, in process and of subprocesses.
+
+The machines are noisy (two shared cores), so every figure is taken several times and
+reported as the best and the median; ratios are only ever taken between figures measured
+in the same run.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Seconds per call over several repeats."""
+
+    samples: tuple[float, ...]
+
+    @property
+    def best(self) -> float:
+        return min(self.samples)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+
+def calls_per_repeat(fn: Callable[[], object], min_seconds: float) -> int:
+    """How many calls make one repeat last at least ``min_seconds``.
+
+    Doubling from one call also serves as the warm-up: caches and lazy imports settle
+    before the timed repeats start.
+    """
+    count = 1
+    while True:
+        start = time.perf_counter()
+        for _ in range(count):
+            fn()
+        if time.perf_counter() - start >= min_seconds:
+            return count
+        count *= 2
+
+
+def time_call(fn: Callable[[], object], repeats: int, min_seconds: float) -> Timing:
+    """Seconds per call of ``fn``: each repeat runs it enough times to last ``min_seconds``."""
+    count = calls_per_repeat(fn, min_seconds)
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(count):
+            fn()
+        samples.append((time.perf_counter() - start) / count)
+    return Timing(tuple(samples))
+
+
+def time_once_each(fns: Sequence[Callable[[], object]]) -> Timing:
+    """Seconds of one call of each of ``fns``, for work too slow or stateful to loop."""
+    samples = []
+    for fn in fns:
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return Timing(tuple(samples))
+
+
+@dataclass(frozen=True)
+class ProcessRun:
+    seconds: float
+    returncode: int
+    # Peak resident set of the process (and the children it waited for), in bytes.
+    max_rss: int
+    stderr: str
+
+
+def run_process(cmd: Sequence[str], stdin: Path | None = None, stdout: Path | None = None) -> ProcessRun:
+    """Run ``cmd`` to completion, timing it and reading its own peak RSS.
+
+    os.wait4 gives the rusage of this one child; getrusage(RUSAGE_CHILDREN) would report
+    the maximum over every child this run has ever waited for.
+    """
+    stdin_file = open(stdin, "rb") if stdin else subprocess.DEVNULL
+    stdout_file = open(stdout, "wb") if stdout else subprocess.DEVNULL
+    try:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdin=stdin_file, stdout=stdout_file, stderr=subprocess.PIPE)
+        # Drain stderr before waiting so a chatty child cannot block on a full pipe.
+        stderr = proc.stderr.read() if proc.stderr else b""
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - start
+    finally:
+        for f in (stdin_file, stdout_file):
+            if hasattr(f, "close"):
+                f.close()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.stderr:
+        proc.stderr.close()
+    # ru_maxrss is in kilobytes on Linux.
+    return ProcessRun(seconds, proc.returncode, usage.ru_maxrss * 1024, stderr.decode(errors="replace"))
+
+
+def time_process(cmd: Sequence[str], repeats: int, stdin: Path | None = None, stdout: Path | None = None) -> tuple[Timing, list[ProcessRun]]:
+    """Seconds per run of ``cmd`` over ``repeats`` runs, with every run's details."""
+    runs = [run_process(cmd, stdin, stdout) for _ in range(repeats)]
+    return Timing(tuple(r.seconds for r in runs)), runs

@@ -1,0 +1,160 @@
+"""Runs every conformance case (see README.md) through the Python API and through the CLI."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import admiss
+from admiss.errors import AdmissError
+from reference import MISSING, project  # tests/ is on sys.path (tests/conftest.py)
+
+CASES_DIR = Path(__file__).parent / "cases"
+CASES = sorted(p for p in CASES_DIR.iterdir() if p.is_dir())
+
+
+# ---------------------------------------------------------------- case files
+
+
+def config(case: Path) -> dict:
+    """File names a case uses; ``case.json`` overrides the defaults."""
+    settings = {"rubric": "rubric.rubric", "bundle": "bundle.json"}
+    path = case / "case.json"
+    if path.exists():
+        settings.update(json.loads(path.read_text(encoding="utf-8")))
+    return settings
+
+
+def read_json(path: Path):
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def read_text(path: Path) -> str:
+    # newline="" keeps the bytes as written: the expected text is compared exactly.
+    with path.open(encoding="utf-8", newline="") as f:
+        return f.read()
+
+
+def is_error_case(case: Path) -> bool:
+    return (case / "expected_error.json").exists()
+
+
+# ---------------------------------------------------------------- comparison
+
+
+def in_source_order(diagnostics: list[dict]) -> list[dict]:
+    # Engines may analyse in several passes; the cases list problems by position.
+    return sorted(diagnostics, key=lambda d: (d.get("line") or 0, d.get("column") or 0))
+
+
+def diagnostic_view(diagnostic, expected: dict) -> dict:
+    """The fields a case pins, read from an engine diagnostic; ``path`` is found in its text."""
+    view = {"code": diagnostic.code, "line": diagnostic.span.line, "column": diagnostic.span.column}
+    if "path" in expected:
+        text = f"{diagnostic.message} {diagnostic.hint or ''}"
+        view["path"] = expected["path"] if expected["path"] in text else text
+    return {key: view.get(key, MISSING) for key in expected}
+
+
+def paired_views(actual: list, expected: list[dict]) -> list[dict]:
+    ordered = sorted(actual, key=lambda d: (d.span.line, d.span.column))
+    if len(ordered) != len(expected):
+        return [{"code": d.code, "line": d.span.line, "column": d.span.column, "message": d.message}
+                for d in ordered]
+    return [diagnostic_view(d, e) for d, e in zip(ordered, expected)]
+
+
+# ---------------------------------------------------------------- through the API
+
+
+def api_outcome(case: Path):
+    """The report, or the AdmissError the engine raised, for one case."""
+    settings = config(case)
+    rubric = admiss.load(str(case / settings["rubric"]))
+    try:
+        bundle = read_json(case / settings["bundle"])
+    except json.JSONDecodeError:
+        pytest.skip("invalid JSON cannot be passed to rubric.check(dict); the CLI test covers it")
+    return rubric.check(bundle)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
+def test_api(case: Path):
+    if is_error_case(case):
+        expected = read_json(case / "expected_error.json")
+        with pytest.raises(AdmissError) as caught:
+            api_outcome(case)
+        wanted = in_source_order(expected["diagnostics"])
+        assert paired_views(list(caught.value.diagnostics), wanted) == wanted
+        assert caught.value.exit_code == expected["exit_code"]
+        return
+    expected = read_json(case / "expected.json")
+    report = api_outcome(case)
+    assert project(report.to_dict(), expected) == expected
+    assert report.verdict == expected["verdict"]
+    assert report.to_text() == read_text(case / "expected.txt")
+
+
+# ---------------------------------------------------------------- through the CLI
+
+
+def admiss_command() -> list[str]:
+    script = shutil.which("admiss", path=str(Path(sys.executable).parent)) or shutil.which("admiss")
+    if script is None:
+        pytest.skip("the admiss console script is not installed")
+    return [script]
+
+
+def run_cli(case: Path, output_format: str) -> subprocess.CompletedProcess:
+    settings = config(case)
+    args = ["check", "--rubric", settings["rubric"], "--format", output_format, settings["bundle"]]
+    return subprocess.run(
+        admiss_command() + args, cwd=case, capture_output=True, text=True, encoding="utf-8", timeout=60
+    )
+
+
+def location_pattern(file: str, diagnostic: dict) -> str:
+    """``file:line:col: CODE`` (or ``file: CODE`` for a diagnostic with no position)."""
+    where = re.escape(file)
+    if "line" in diagnostic:
+        where += f":{diagnostic['line']}:{diagnostic['column']}"
+    return rf"(^|[\s/\\]){where}: {diagnostic['code']}\b"
+
+
+def diagnostic_file(case: Path, diagnostic: dict) -> str:
+    settings = config(case)
+    return settings["bundle"] if diagnostic["code"].startswith("B") else settings["rubric"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
+def test_cli_text(case: Path):
+    result = run_cli(case, "text")
+    output = result.stdout + result.stderr
+    assert "Traceback" not in output
+    if is_error_case(case):
+        expected = read_json(case / "expected_error.json")
+        assert result.returncode == expected["exit_code"], output
+        for diagnostic in expected["diagnostics"]:
+            pattern = location_pattern(diagnostic_file(case, diagnostic), diagnostic)
+            assert re.search(pattern, output, re.MULTILINE), f"{pattern!r} not in:\n{output}"
+            if "path" in diagnostic:
+                assert diagnostic["path"] in output
+        return
+    expected = read_json(case / "expected.json")
+    assert result.returncode == (0 if expected["verdict"] == "pass" else 1), output
+    # The CLI prints the report followed by one newline.
+    assert result.stdout == read_text(case / "expected.txt") + "\n"
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if not is_error_case(c)], ids=lambda p: p.name)
+def test_cli_json(case: Path):
+    result = run_cli(case, "json")
+    expected = read_json(case / "expected.json")
+    assert result.returncode == (0 if expected["verdict"] == "pass" else 1), result.stderr
+    assert project(json.loads(result.stdout), expected) == expected

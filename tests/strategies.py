@@ -1,0 +1,87 @@
+"""Hypothesis strategies for random valid rubric sources and bundles.
+
+Sources are rendered with random layout (spacing, line breaks after commas, comments) so
+tests can check that layout never changes meaning.
+"""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import strategies as st
+
+from admiss.ir import BUILTIN_KINDS
+
+KEYWORDS = {"RUBRIC", "KINDS", "PROPERTY", "ADMIT", "FORBID", "REJECT", "SHORTCUT", "DEFAULT", "CHAIN",
+            "RUNG", "GATE", "MODEL", "ON", "ABSTAIN", "FILE", "CMD", "TIMEOUT", "THRESHOLD", "K", "BUDGET",
+            "WINDOW"}
+names = st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True).filter(lambda n: n.upper() not in KEYWORDS)
+labels = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
+custom_kinds = st.lists(names.filter(lambda n: n not in BUILTIN_KINDS), max_size=3, unique=True)
+comments = st.sampled_from(["", "  # why", " #", "  # ADMIT summary { } \"x\""])
+gaps = st.sampled_from([" ", "  ", "\n  ", " \n\t "])
+
+
+def _string(value: str) -> str:
+    return json.dumps(value)
+
+
+@st.composite
+def property_specs(draw, kinds: list[str]) -> dict:
+    pick = st.lists(st.sampled_from(kinds), max_size=4)
+    return {
+        "name": draw(names),
+        "title": draw(st.none() | labels),
+        "admit": draw(st.lists(pick, max_size=2)),
+        "forbid": draw(st.lists(pick, max_size=2)),
+        "shortcuts": draw(st.lists(st.lists(labels, max_size=3), max_size=2)),
+        "default": draw(st.sampled_from([None, "no", "yes"])),
+    }
+
+
+def _list(items: list[str], gap: str) -> str:
+    return ("," + gap).join(items)
+
+
+@st.composite
+def rubric_sources(draw) -> tuple[str, dict]:
+    """(source text, spec) for a random valid rubric with unique property names."""
+    extra = draw(custom_kinds)
+    kinds = list(BUILTIN_KINDS) + extra
+    specs = draw(st.lists(property_specs(kinds), min_size=1, max_size=4, unique_by=lambda p: p["name"]))
+    out = []
+    if draw(st.booleans()):
+        out.append(f"RUBRIC {draw(names)} {_string(draw(labels))}{draw(comments)}")
+    if extra:
+        out.append(f"KINDS {_list(extra, draw(gaps))}{draw(comments)}")
+    for spec in specs:
+        out.append(_property_text(draw, spec))
+    return "\n".join(out) + "\n", {"kinds": kinds, "properties": specs}
+
+
+def _property_text(draw, spec: dict) -> str:
+    title = f" {_string(spec['title'])}" if spec["title"] is not None else ""
+    lines = [f"PROPERTY {spec['name']}{title} {{{draw(comments)}"]
+    statements = [("ADMIT", group) for group in spec["admit"] if group]
+    statements += [("FORBID", group) for group in spec["forbid"] if group]
+    statements += [("REJECT SHORTCUT", [_string(v) for v in g]) for g in spec["shortcuts"] if g]
+    for keyword, values in draw(st.permutations(statements)):
+        lines.append(f"  {keyword} {_list(values, draw(gaps))}{draw(comments)}")
+    if spec["default"]:
+        lines.append(f"  DEFAULT {spec['default']}{draw(comments)}")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+@st.composite
+def bundles(draw, spec: dict) -> dict:
+    """A random valid bundle for the rubric ``spec`` describes."""
+    kinds = spec["kinds"] + ["not_a_declared_kind"]
+    shortcut_labels = [v for p in spec["properties"] for g in p["shortcuts"] for v in g]
+    label = st.sampled_from(shortcut_labels) | labels if shortcut_labels else labels
+    property_names = [p["name"] for p in spec["properties"]]
+    item = st.fixed_dictionaries(
+        {"kind": st.sampled_from(kinds), "detail": labels, "source_label": label},
+        optional={"property": st.sampled_from(property_names)},
+    )
+    return {"evidence": draw(st.lists(item, max_size=8))}

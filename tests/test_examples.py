@@ -1,0 +1,47 @@
+"""The shipped example rubrics compile, are written the way the docs recommend, and their
+bundles give the results recorded in rubrics/bundles/expected.json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import admiss
+
+RUBRICS = Path(__file__).resolve().parent.parent / "rubrics"
+BUNDLES = RUBRICS / "bundles"
+EXPECTED = {k: v for k, v in json.loads((BUNDLES / "expected.json").read_text()).items() if k != "$comment"}
+UNTRUSTED = {"final_answer", "reasoning_trace", "summary", "interpretation", "flawed_tool_call"}
+
+
+def test_every_bundle_has_an_expectation():
+    shipped = {p.relative_to(BUNDLES).as_posix() for p in BUNDLES.glob("*/*.json")}
+    assert shipped == set(EXPECTED)
+
+
+@pytest.mark.parametrize("path", sorted(RUBRICS.glob("*.rubric")), ids=lambda p: p.stem)
+def test_rubric_is_exemplary(path: Path):
+    rubric = admiss.load(path).ir
+    assert rubric.properties
+    for prop in rubric.properties:
+        # Each property must name its lookalikes, shut out every untrusted kind, and say
+        # DEFAULT no out loud rather than rely on the implicit default.
+        assert prop.shortcuts, prop.name
+        assert UNTRUSTED <= {ref.value for ref in prop.forbid}, prop.name
+        assert prop.default.value == "no" and prop.default.span.line > 0, prop.name
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_bundle_result(name: str):
+    bundle_path = BUNDLES / name
+    bundle = json.loads(bundle_path.read_text(encoding="utf-8"))
+    rubric = admiss.load(bundle_path.parent / bundle["rubric"])
+    report = rubric.check(bundle).to_dict()
+    expected = EXPECTED[name]
+    assert report["aggregate"] == expected["aggregate"]
+    assert report["missing_evidence_count"] == expected["missing_evidence_count"]
+    assert [p["verdict"] for p in report["properties"]] == expected["verdicts"]
+    if "text" in expected:
+        assert rubric.check(bundle).to_text() == (BUNDLES / expected["text"]).read_text(encoding="utf-8")

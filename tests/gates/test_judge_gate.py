@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+import time
 
 import pytest
 from chat_server import Reply, completion, grade
@@ -157,3 +159,33 @@ def test_a_judge_without_a_model_is_an_input_error(tmp_path):
 )
 def test_same_model(a, b, same):
     assert judge.same_model(a, b) is same
+
+
+def test_nothing_to_grade_abstains_without_a_call(local_ctx, chat_server):
+    result = judged(local_ctx(), Candidate(output=None, model="local/maker"))
+    assert (result.verdict, result.error, result.reason) == (ABSTAIN, False, "no output to grade")
+    assert chat_server.requests == []
+
+
+def test_a_candidate_without_a_model_is_still_graded(local_ctx, chat_server):
+    assert judged(local_ctx(), Candidate(output="x")).verdict == PASS
+    assert len(chat_server.requests) == 1
+
+
+def test_cancelling_the_gate_drops_the_request(local_ctx, chat_server):
+    chat_server.default = Reply(body=grade(0.9).body, delay_s=30)
+    ctx = local_ctx(timeout_s=60)
+    check = judge.build(gate("judge", model="local/judge"), ctx)
+
+    async def cancel_once_sent() -> None:
+        task = asyncio.create_task(check.arun(CANDIDATE))
+        while not chat_server.requests:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await ctx.providers.aclose()
+
+    started = time.monotonic()
+    asyncio.run(cancel_once_sent())
+    assert time.monotonic() - started < 15  # generous: the reply would take 30 s

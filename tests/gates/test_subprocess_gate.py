@@ -158,3 +158,16 @@ def test_the_timeout_defaults_to_30_seconds(tmp_path):
 def test_a_gate_without_a_command_is_an_input_error(tmp_path):
     with pytest.raises(InputError, match="needs CMD"):
         subprocess_gate.build(gate("subprocess"), GateContext(tmp_path))
+
+
+def test_a_large_candidate_neither_deadlocks_nor_is_cut(tmp_path):
+    big = "x" * 600_000  # far beyond a pipe buffer, within the stdout cap once echoed
+    result = run(script("echo.py"), tmp_path, Candidate(output=big))
+    assert json.loads(json.loads(result.reason)["stdin"])["candidate"] == big
+
+
+def test_a_program_that_never_reads_its_input_still_gives_its_verdict(tmp_path):
+    pidfile = tmp_path / "pids.json"
+    result = run(script("hang.py", str(pidfile), "--leave-child"), tmp_path, Candidate(output="y" * 4_000_000))
+    kill_leftovers([recorded_pids(pidfile)["child"]])
+    assert (result.verdict, result.error) == (PASS, False)

@@ -136,16 +136,20 @@ def _takes(kind: str, allowed: set[str]) -> str:
 def _number_problems(gate: ir.Gate) -> Iterator[tuple[str, str]]:
     if gate.threshold is not None and not 0.0 <= gate.threshold <= 1.0:
         yield f"THRESHOLD must lie in [0, 1], not {gate.threshold:g}", "threshold"
-    if gate.k is not None and gate.k < 1:
-        yield f"K must be at least 1, not {gate.k}", "k"
+    if gate.k is not None and not _is_count(gate.k):
+        yield f"K must be a whole number of at least 1, not {gate.k:g}", "k"
     if gate.timeout_s is not None and gate.timeout_s <= 0:
         yield "TIMEOUT must be longer than zero", "timeout_s"
     if gate.cmd == ():
         yield "CMD needs at least the program to run", "cmd"
     if gate.budget_rate is not None and not 0.0 <= gate.budget_rate <= 1.0:
         yield f"BUDGET rate must lie in [0, 1], not {gate.budget_rate:g}", "budget_rate"
-    if gate.budget_window is not None and gate.budget_window < 1:
-        yield f"WINDOW must be at least 1, not {gate.budget_window}", "budget_window"
+    if gate.budget_window is not None and not _is_count(gate.budget_window):
+        yield f"WINDOW must be a whole number of at least 1, not {gate.budget_window:g}", "budget_window"
+
+
+def _is_count(value: float) -> bool:
+    return float(value).is_integer() and value >= 1
 
 
 def analyze(rubric: ir.Rubric, file: str | None = None) -> list[Diagnostic]:

@@ -6,14 +6,16 @@ import json
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from admiss import ir
 from admiss.analyze import analyze
 from admiss.compiler import CompiledRubric, compile_ir
-from admiss.errors import Diagnostic, IRError, RubricCompileError, input_error
+from admiss.errors import Diagnostic, IRError, RubricCompileError, RubricSyntaxError, input_error
 from admiss.interpreter import CheckReport, Runtime, check_bundle
 from admiss.lower import lower
 from admiss.parser import parse
-from admiss.source import Source
+from admiss.source import Source, Span
 
 
 class Rubric:
@@ -72,10 +74,13 @@ class Rubric:
 def parse_source(text: str, name: str = "<string>") -> ir.Rubric:
     """The analysed IR of rubric source ``text``; RubricSyntaxError / RubricCompileError if bad."""
     source = Source(name, text)
-    rubric, problems = lower(parse(source), name, Path(name).stem or "rubric")
+    # A rubric from a string with no RUBRIC header and no file name is called "rubric".
+    stem = Path(name).stem if not name.startswith("<") else "rubric"
+    rubric, problems = lower(parse(source), name, stem or "rubric")
     problems = sorted(problems + analyze(rubric, name), key=lambda d: (d.span.line, d.span.column))
     if problems:
-        raise RubricCompileError(problems, source)
+        syntax = any(d.code == "E100" for d in problems)
+        raise (RubricSyntaxError if syntax else RubricCompileError)(problems, source)
     return rubric
 
 
@@ -88,24 +93,48 @@ def compile_source(text: str, name: str = "<string>", origin: str | None = None,
     return Rubric(compile_ir(parse_source(text, name), origin), config)
 
 
+def _json_path(path) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "$"
+
+
+def _ir_schema_problems(data: Any, name: str) -> list[Diagnostic]:
+    import jsonschema
+    from importlib import resources
+
+    schema = json.loads((resources.files("admiss") / "ir.schema.json").read_text(encoding="utf-8"))
+    validator = jsonschema.Draft202012Validator(schema)
+    return [
+        Diagnostic("I001", f"{_json_path(error.absolute_path)}: {error.message}", file=name,
+                   hint="IR files are written by admiss compile; see docs/ir.schema.json")
+        for error in sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
+    ]
+
+
 def ir_from_json(text: str, name: str) -> ir.Rubric:
-    """The IR stored in compiled JSON ``text``, checked as strictly as source is."""
+    """The IR stored in compiled JSON ``text``, checked against the IR schema and analysed."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise IRError([Diagnostic("I001", f"invalid JSON: {exc.msg}", file=name)], None) from None
+        raise IRError([Diagnostic("I001", f"invalid JSON: {exc.msg}", Span.point(exc.lineno, exc.colno),
+                                  file=name)], Source(name, text)) from None
     version = data.get("ir_version") if isinstance(data, dict) else None
     if version != ir.IR_VERSION:
         raise IRError([Diagnostic("I001", f"not admiss IR version {ir.IR_VERSION} (ir_version: {version!r})",
                                   file=name, hint="recompile the rubric with this admiss: admiss compile")])
-    try:
-        rubric = ir.from_dict(data)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise IRError([Diagnostic("I001", f"malformed IR: {exc!r}", file=name,
-                                  hint="IR files are written by admiss compile; see docs/ir.schema.json")]) from None
+    problems = _ir_schema_problems(data, name)
+    if problems:
+        raise IRError(problems)
+    rubric = ir.from_dict(data)
     problems = analyze(rubric, name)
     if problems:
-        raise RubricCompileError(problems)
+        # Spans in IR point into the source it was compiled from, so name that file.
+        origin = rubric.source or "its source"
+        raise IRError([attrs.evolve(d, file=f"{name} (compiled from {origin})",
+                                    hint=(d.hint + "; " if d.hint else "") + "fix the source and recompile")
+                       for d in problems])
     return rubric
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, Iterator
 
 from admiss.errors import BundleError, Diagnostic, did_you_mean
@@ -96,32 +97,33 @@ def _candidates_problems(candidates: Any) -> Iterator[tuple[str, str, str | None
         if "output" in cand and not isinstance(cand["output"], (str, type(None))):
             yield f"{where}.output", f"must be a string, not {_type_word(cand['output'])}", None
         cost = cand.get("cost_usd", 0)
-        if isinstance(cost, bool) or not isinstance(cost, (int, float)) or cost < 0:
+        if isinstance(cost, bool) or not isinstance(cost, (int, float)) or not math.isfinite(cost) or cost < 0:
             yield f"{where}.cost_usd", "must be a number >= 0", None
         yield from _string_list_problems(cand, "samples", f"{where}.samples")
         yield from _evidence_problems(cand.get("evidence", []), f"{where}.evidence")
 
 
-def validate_bundle(bundle: Any, name: str) -> dict:
-    """``bundle`` itself when it keeps the bundle rules, else BundleError listing every break."""
+def validate_bundle(bundle: Any, name: str, properties: frozenset[str] | None = None) -> dict:
+    """``bundle`` itself when it keeps the bundle rules, else BundleError listing every break.
+
+    With ``properties`` (the rubric's property names), evidence offered to a property the
+    rubric lacks is a break too.
+    """
     problems = list(_shape_problems(bundle))
+    if not problems and properties is not None:
+        problems = list(_property_problems(bundle, properties))
     if problems:
         raise BundleError([Diagnostic("B002", f"{path}: {problem}", hint=hint, file=name)
                            for path, problem, hint in problems])
     return bundle
 
 
-def property_problems(bundle: dict, names: frozenset[str], name: str) -> None:
-    """Raise BundleError when an evidence item is offered to a property the rubric lacks."""
-    problems = [
-        Diagnostic("B002", f"{where}.property: no property '{item['property']}' in the rubric",
-                   hint=did_you_mean(item["property"], names) or "properties: " + ", ".join(sorted(names)),
-                   file=name)
-        for where, item in _all_evidence(bundle)
-        if "property" in item and item["property"] not in names
-    ]
-    if problems:
-        raise BundleError(problems)
+def _property_problems(bundle: dict, names: frozenset[str]) -> Iterator[tuple[str, str, str | None]]:
+    for where, item in _all_evidence(bundle):
+        if "property" in item and item["property"] not in names:
+            hint = did_you_mean(item["property"], names) or (
+                "properties: " + ", ".join(sorted(names)) if names else "the rubric has no properties")
+            yield f"{where}.property", f"no property '{item['property']}' in the rubric", hint
 
 
 def _all_evidence(bundle: dict) -> Iterator[tuple[str, dict]]:

@@ -24,6 +24,8 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    # Plain help text: option help says "[default: ...]", which rich markup would eat.
+    rich_markup_mode=None,
 )
 
 
@@ -61,6 +63,7 @@ class _Run:
         self.rubrics: dict[Path, object] = {}
         self.fixed_rubric = self.rubric_at(rubric_path) if rubric_path else None
         self.printed = 0
+        self.many = False
 
     def rubric_at(self, path: Path):
         from admiss.api import load
@@ -77,9 +80,13 @@ class _Run:
     def rubric_for(self, bundle, bundle_path: Path, name: str):
         from admiss.errors import input_error
 
+        from admiss.bundle import validate_bundle
+
         if self.fixed_rubric is not None:
             return self.fixed_rubric
-        if isinstance(bundle, dict) and isinstance(bundle.get("rubric"), str):
+        # Check the bundle's shape first, so a bad "rubric" field is named as such.
+        validate_bundle(bundle, name)
+        if isinstance(bundle.get("rubric"), str):
             return self.rubric_at(bundle_path.parent / bundle["rubric"])
         raise input_error(name, "no rubric to check against",
                           hint='pass --rubric FILE, or give the bundle a "rubric" field (a path relative to it)',
@@ -102,26 +109,26 @@ def _bundles(path: Path) -> Iterator[tuple[str, str, int]]:
             yield f"{path}:{number}", line, number - 1
 
 
-def _emit(run: _Run, report, jsonl: bool) -> None:
+def _emit(run: _Run, report) -> None:
+    # One bundle prints one report as it is; several print JSON Lines, or text reports
+    # under a "==> name <==" line each, separated by a blank line.
     if run.fmt is Format.json:
         import json
 
-        indent = None if jsonl else 2
-        typer.echo(json.dumps(report.to_dict(), indent=indent, ensure_ascii=False))
+        typer.echo(json.dumps(report.to_dict(), indent=None if run.many else 2, ensure_ascii=False))
     elif run.fmt is Format.rich:
         from admiss.report.rich import print_report
 
         print_report(report)
     else:
-        if run.printed:
-            typer.echo("")
-        typer.echo(report.to_text())
+        header = f"==> {report.bundle_name} <==\n" if run.many else ""
+        typer.echo(("\n" if run.printed else "") + header + report.to_text())
     run.printed += 1
 
 
-def _emit_error(run: _Run, error, name: str, jsonl: bool) -> None:
+def _emit_error(run: _Run, error, name: str) -> None:
     _print_error(error)
-    if run.fmt is Format.json and jsonl:
+    if run.fmt is Format.json and run.many:
         import json
 
         # Keep one output line per input line, so results stay aligned with the batch.
@@ -139,10 +146,10 @@ def _check_file(run: _Run, path: Path) -> None:
             bundle = parse_bundle_text(text, name if not jsonl else str(path), offset)
             report = run.rubric_for(bundle, path, name).check(bundle, name, run.chain)
         except AdmissError as error:
-            _emit_error(run, error, name, jsonl)
+            _emit_error(run, error, name)
             run.note(EXIT_BAD_INPUT)
             continue
-        _emit(run, report, jsonl)
+        _emit(run, report)
         run.note(EXIT_PASS if report.verdict == "pass" else EXIT_FAIL)
 
 
@@ -176,6 +183,7 @@ def check(
     except AdmissError as error:
         _print_error(error)
         raise typer.Exit(EXIT_BAD_INPUT)
+    run.many = len(bundles) > 1 or any(p.suffix == ".jsonl" for p in bundles)
     try:
         for path in bundles:
             try:
@@ -203,7 +211,7 @@ def write_atomically(path: Path, text: str) -> None:
 
 @app.command("compile")
 def compile_(
-    file: Path = typer.Argument(..., help="A .rubric source file."),
+    file: Path = typer.Argument(..., help="A .rubric source file (or compiled IR .json, rewritten)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the IR here instead of stdout."),
 ) -> None:
     """Compile a rubric to its IR as deterministic JSON (same source, same bytes)."""

@@ -10,7 +10,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from admiss.bundle import property_problems, rung_problems, validate_bundle
+from admiss.bundle import rung_problems, validate_bundle
 from admiss.compiler import CompiledRubric, PropertyResult, offered
 from admiss.errors import input_error
 
@@ -113,13 +113,9 @@ def check_bundle(rubric: CompiledRubric, bundle: Any, bundle_name: str | None = 
                  runtime: Runtime | None = None, chain: str | None = None) -> CheckReport:
     """Check ``bundle`` (a decoded JSON value) against ``rubric``; BundleError if it is malformed."""
     name = bundle_name or "<bundle>"
-    validate_bundle(bundle, name)
+    validate_bundle(bundle, name, rubric.property_names)
     items = bundle.get("evidence", [])
-    if any("property" in item for item in items) or bundle.get("candidates"):
-        property_problems(bundle, rubric.property_names, name)
-        scoped = True
-    else:
-        scoped = False
+    scoped = any("property" in item for item in items)
     results = [prop.check(offered(items, prop.name) if scoped else items) for prop in rubric.properties]
     if not rubric.ir.chains:
         return CheckReport(rubric, bundle_name, results)

@@ -204,7 +204,7 @@ def to_json(rubric: Rubric) -> str:
 
 
 # ---------------------------------------------------------------- JSON in
-# Input is assumed to have passed the IR JSON Schema check (see admiss.irload).
+# Input is assumed to have passed the IR JSON Schema check (admiss.api.ir_from_json does it).
 
 
 def _span_in(values: list[int] | None) -> Span:

@@ -49,12 +49,17 @@ def test_json_format(admiss_cli, seed):
                                   "line": 5, "column": 19}
 
 
-def test_several_bundles_text_separated_by_a_blank_line(admiss_cli, seed):
+def test_several_bundles_text_named_and_separated_by_a_blank_line(admiss_cli, seed):
     ran = admiss_cli("check", "--format", "text", "ten_k.json", "shortcut.json")
     first, second = ran.out.split("\n\n")
-    assert first.endswith("missing_evidence_count: 0")
-    assert second == EXPECTED_REPORT + "\n"
+    assert first.startswith("==> ten_k.json <==\n") and first.endswith("missing_evidence_count: 0")
+    assert second == "==> shortcut.json <==\n" + EXPECTED_REPORT + "\n"
     assert ran.code == 1
+
+
+def test_several_bundles_json_are_json_lines(admiss_cli, seed):
+    ran = admiss_cli("check", "--format", "json", "ten_k.json", "shortcut.json")
+    assert [json.loads(line)["verdict"] for line in ran.out.splitlines()] == ["pass", "fail"]
 
 
 def test_jsonl_gives_one_report_per_line_and_keeps_going_past_a_bad_line(admiss_cli, seed, tmp_path):
@@ -101,6 +106,9 @@ BAD_INPUTS = {
     "item without kind": (STRICT, '{"evidence": [{"detail": "d", "source_label": "s"}]}',
                           "bundle.json: B002 evidence[0].kind: missing"),
     "malformed item": (STRICT, '{"evidence": ["text"]}', "bundle.json: B002 evidence[0]: must be an object"),
+    "bad rubric field": (STRICT, '{"rubric": 5}', "bundle.json: B002 rubric: must be a string"),
+    "nan cost": (STRICT, '{"candidates": [{"rung": "r", "cost_usd": NaN}]}',
+                 "bundle.json: B002 candidates[0].cost_usd: must be a number >= 0"),
     "unknown property": (STRICT, '{"evidence": [{"kind": "summary", "detail": "d", "source_label": "s", '
                                  '"property": "named_operatr"}]}',
                          "B002 evidence[0].property: no property 'named_operatr'"),

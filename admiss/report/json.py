@@ -11,14 +11,10 @@ if TYPE_CHECKING:
 
 
 def excluded_dict(result: "PropertyResult", item: dict, reason: str) -> dict[str, Any]:
-    kind, label = item["kind"], item["source_label"]
-    return {
-        "detail": item["detail"],
-        "reason": reason,
-        "kind": kind,
-        "source_label": label,
-        "clause": result.prop.clause(reason, kind, label),
-    }
+    # The seed's two fields first, then the item's own fields (kept as the bundle gave
+    # them), then a copy of the clause, so editing one report never touches another.
+    clause = result.prop.clause(reason, item["kind"], item["source_label"])
+    return {"detail": item["detail"], "reason": reason, **item, "clause": dict(clause)}
 
 
 def property_dict(result: "PropertyResult") -> dict[str, Any]:

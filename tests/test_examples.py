@@ -43,5 +43,8 @@ def test_bundle_result(name: str):
     assert report["aggregate"] == expected["aggregate"]
     assert report["missing_evidence_count"] == expected["missing_evidence_count"]
     assert [p["verdict"] for p in report["properties"]] == expected["verdicts"]
+    assert report["verdict"] == expected.get("verdict", expected["aggregate"])
+    if "served" in expected:
+        assert report["chain"]["served"] == expected["served"]
     if "text" in expected:
         assert rubric.check(bundle).to_text() == (BUNDLES / expected["text"]).read_text(encoding="utf-8")

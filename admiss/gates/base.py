@@ -13,6 +13,9 @@ from typing import Any, Awaitable, Callable
 
 import attrs
 
+from admiss.config import Config
+from admiss.providers import Providers
+
 PASS, FAIL, ABSTAIN = "pass", "fail", "abstain"
 
 
@@ -43,12 +46,27 @@ class GateResult:
     details: dict[str, Any] | None = None
 
 
+def _config_or_defaults(config: Config | None) -> Config:
+    return Config() if config is None else config
+
+
+def _providers_of(ctx: "GateContext") -> Providers:
+    return Providers(ctx.config.providers)
+
+
 @attrs.frozen
 class GateContext:
-    """What building a gate may need, prepared once per rubric run."""
+    """What building a gate may need, prepared once per rubric run.
+
+    ``providers`` holds one HTTP client per provider for the whole run; whoever makes the
+    context closes them with ``await ctx.providers.aclose()`` when the run ends.
+    """
 
     rubric_dir: Path
-    config: Any = None  # admiss.config.Config once providers exist
+    config: Config = attrs.field(default=None, converter=_config_or_defaults)
+    providers: Providers = attrs.field(default=attrs.Factory(_providers_of, takes_self=True))
+    # The rubric's file name, for diagnostics raised while building a gate.
+    rubric_file: str | None = None
     # The rubric's compiled properties by name, for the admissibility gate.
     properties: dict[str, Any] = attrs.field(factory=dict)
 

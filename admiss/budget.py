@@ -1,0 +1,77 @@
+"""Error budgets: a gate that keeps malfunctioning is switched off, and says so.
+
+The rule: each gate keeps its last ``window`` outcomes, each an error (crash, timeout,
+malformed reply, provider failure: ``GateResult.error``) or not (pass, genuine fail, or an
+honest abstain). Once the gate has run at least ``min_runs`` times (capped at ``window``),
+it is disabled as soon as errors / runs in the window is greater than ``rate``. A disabled
+gate stays disabled for the rest of the run: it is skipped, so nothing could bring it back.
+
+Defaults come from ``[gates]`` in admiss.toml (rate 0.5, window 20, min_runs 5); a gate's own
+``BUDGET rate WINDOW n`` overrides rate and window.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Hashable
+
+import attrs
+
+from admiss import ir
+from admiss.config import GateDefaults
+
+
+@attrs.define
+class ErrorBudget:
+    rate: float = 0.5
+    window: int = 20
+    min_runs: int = 5
+    _outcomes: deque[bool] = attrs.field(init=False)
+    disabled_reason: str | None = attrs.field(default=None, init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._outcomes = deque(maxlen=self.window)
+
+    @classmethod
+    def for_gate(cls, gate: ir.Gate, defaults: GateDefaults) -> "ErrorBudget":
+        """The gate's budget: its own BUDGET/WINDOW where given, else the configured defaults."""
+        return cls(
+            rate=gate.budget_rate if gate.budget_rate is not None else defaults.budget_rate,
+            window=gate.budget_window if gate.budget_window is not None else defaults.budget_window,
+            min_runs=defaults.budget_min_runs,
+        )
+
+    @property
+    def disabled(self) -> bool:
+        return self.disabled_reason is not None
+
+    @property
+    def error_rate(self) -> float:
+        return sum(self._outcomes) / len(self._outcomes) if self._outcomes else 0.0
+
+    def record(self, error: bool) -> bool:
+        """Count one run; True when this run is the one that disables the gate."""
+        if self.disabled:
+            return False
+        self._outcomes.append(error)
+        if len(self._outcomes) < min(self.min_runs, self.window) or self.error_rate <= self.rate:
+            return False
+        errors, runs = sum(self._outcomes), len(self._outcomes)
+        self.disabled_reason = (
+            f"disabled by its error budget: {errors} errors in its last {runs} runs "
+            f"({errors / runs:.0%} > {self.rate:.0%})"
+        )
+        return True
+
+
+@attrs.define
+class BudgetBook:
+    """The budgets of one ``admiss check`` run, one per gate, keyed as the caller likes."""
+
+    defaults: GateDefaults = GateDefaults()
+    _budgets: dict[Hashable, ErrorBudget] = attrs.field(factory=dict, init=False)
+
+    def budget(self, key: Hashable, gate: ir.Gate) -> ErrorBudget:
+        if key not in self._budgets:
+            self._budgets[key] = ErrorBudget.for_gate(gate, self.defaults)
+        return self._budgets[key]

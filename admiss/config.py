@@ -1,0 +1,306 @@
+"""``admiss.toml``: model providers, prices and gate defaults.
+
+Search order (first hit wins): an explicit ``--config`` path, ``admiss.toml`` beside the
+rubric, ``admiss.toml`` in the working folder. No file means the defaults below.
+
+```toml
+[providers.openai]                # a model "openai/gpt-5" goes to this provider
+base_url = "https://api.openai.com/v1"
+api_key_env = "OPENAI_API_KEY"    # optional: no key, no Authorization header
+timeout_s = 60                    # optional, per request
+max_retries = 2                   # optional, retries of idempotent failures only
+
+[prices."openai/gpt-5"]
+input_usd_per_mtok = 1.25
+output_usd_per_mtok = 10.0
+
+[gates]
+subprocess_usd_per_second = 0.0   # wall time of subprocess gates, priced
+budget_rate = 0.5                 # error budget: disable past this error rate ...
+budget_window = 20                # ... over the last N runs of the gate ...
+budget_min_runs = 5               # ... once it has run at least this often
+```
+
+Unknown tables and keys are errors (a misspelt ``api_key_env`` must not silently send
+requests without a key).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from admiss.errors import Diagnostic, InputError
+from admiss.source import NO_SPAN, Source, Span
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+CONFIG_NAME = "admiss.toml"
+
+DEFAULT_PROVIDER_TIMEOUT_S = 60.0
+DEFAULT_PROVIDER_MAX_RETRIES = 2
+
+
+@attrs.frozen
+class ProviderConfig:
+    """One ``[providers.NAME]`` table: an OpenAI-compatible chat-completions endpoint."""
+
+    name: str
+    base_url: str
+    api_key_env: str | None = None
+    timeout_s: float = DEFAULT_PROVIDER_TIMEOUT_S
+    max_retries: int = DEFAULT_PROVIDER_MAX_RETRIES
+
+
+@attrs.frozen
+class Price:
+    """One ``[prices."provider/model"]`` table, in US dollars per million tokens."""
+
+    input_usd_per_mtok: float
+    output_usd_per_mtok: float
+
+    def cost_usd(self, input_tokens: int, output_tokens: int) -> float:
+        return (input_tokens * self.input_usd_per_mtok + output_tokens * self.output_usd_per_mtok) / 1e6
+
+
+@attrs.frozen
+class GateDefaults:
+    """The ``[gates]`` table. A gate's own ``BUDGET rate WINDOW n`` overrides the budget."""
+
+    subprocess_usd_per_second: float = 0.0
+    budget_rate: float = 0.5
+    budget_window: int = 20
+    budget_min_runs: int = 5
+
+
+@attrs.frozen
+class Config:
+    providers: dict[str, ProviderConfig] = attrs.field(factory=dict)
+    # Keyed by the case-folded model id, so "OpenAI/GPT-5" finds "openai/gpt-5".
+    prices: dict[str, Price] = attrs.field(factory=dict)
+    gates: GateDefaults = GateDefaults()
+    # The file this came from (None for the defaults), for messages only.
+    path: Path | None = attrs.field(default=None, eq=False)
+
+    def price_for(self, model: str) -> Price | None:
+        return self.prices.get(model.casefold())
+
+
+def find_config(explicit: Path | None = None, rubric: Path | None = None, cwd: Path | None = None) -> Path | None:
+    """The config file to use, by the search order above; an explicit path must exist."""
+    if explicit is not None:
+        if not explicit.is_file():
+            raise InputError([Diagnostic("E001", f"config file not found: {explicit}", file=str(explicit))])
+        return explicit
+    folders = ([rubric.parent] if rubric is not None else []) + [cwd or Path.cwd()]
+    for folder in folders:
+        candidate = folder / CONFIG_NAME
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_config(explicit: Path | None = None, rubric: Path | None = None, cwd: Path | None = None) -> Config:
+    """The configuration found by :func:`find_config`, or the defaults when there is none."""
+    path = find_config(explicit, rubric, cwd)
+    return Config() if path is None else read_config(path)
+
+
+def read_config(path: Path) -> Config:
+    """Parse and check one ``admiss.toml``; every mistake is an InputError at file:line:col."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError([Diagnostic("E001", f"cannot read config file: {exc}", file=str(path))]) from None
+    source = Source(str(path), text)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise _syntax_error(exc, source) from None
+    return _Reader(source).config(data, path)
+
+
+_TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
+
+
+def _syntax_error(exc: Exception, source: Source) -> InputError:
+    # tomllib only puts the position in the message text (attributes came in 3.14).
+    message = str(exc)
+    match = _TOML_POSITION.search(message)
+    span = Span.point(int(match[1]), int(match[2])) if match else NO_SPAN
+    message = _TOML_POSITION.sub("", message)
+    return InputError([Diagnostic("E001", f"TOML syntax error: {message}", span=span, file=source.name)], source)
+
+
+_PROVIDER_KEYS = ("base_url", "api_key_env", "timeout_s", "max_retries")
+_PRICE_KEYS = ("input_usd_per_mtok", "output_usd_per_mtok")
+_GATE_KEYS = tuple(f.name for f in attrs.fields(GateDefaults))
+_TABLES = ("providers", "prices", "gates")
+_REQUIRED = object()
+
+
+@attrs.define
+class _Reader:
+    """Checks the parsed TOML table by table, locating each mistake in the source text."""
+
+    source: Source
+
+    def config(self, data: dict, path: Path) -> Config:
+        self._known_keys(data, _TABLES, ())
+        providers = {name: self._provider(name, table) for name, table in self._tables(data, "providers").items()}
+        prices = {model.casefold(): self._price(model, table) for model, table in self._tables(data, "prices").items()}
+        return Config(providers=providers, prices=prices, gates=self._gates(data), path=path)
+
+    def _tables(self, data: dict, name: str) -> dict[str, dict]:
+        tables = self._typed(data, (), name, dict, "a table", default={})
+        for key, table in tables.items():
+            self._typed(tables, (name,), key, dict, "a table")
+        return tables
+
+    def _provider(self, name: str, table: dict) -> ProviderConfig:
+        where = ("providers", name)
+        self._known_keys(table, _PROVIDER_KEYS, where)
+        base_url = self._typed(table, where, "base_url", str, "a string")
+        if not base_url.startswith(("http://", "https://")):
+            self._fail(where, "base_url", f"base_url must start with http:// or https://, not {base_url!r}")
+        return ProviderConfig(
+            name=name,
+            base_url=base_url.rstrip("/"),
+            api_key_env=self._typed(table, where, "api_key_env", str, "a string", default=None),
+            timeout_s=self._number(table, where, "timeout_s", DEFAULT_PROVIDER_TIMEOUT_S, positive=True),
+            max_retries=self._count(table, where, "max_retries", DEFAULT_PROVIDER_MAX_RETRIES, minimum=0),
+        )
+
+    def _price(self, model: str, table: dict) -> Price:
+        where = ("prices", model)
+        self._known_keys(table, _PRICE_KEYS, where)
+        return Price(*(self._number(table, where, key) for key in _PRICE_KEYS))
+
+    def _gates(self, data: dict) -> GateDefaults:
+        where = ("gates",)
+        table = self._typed(data, (), "gates", dict, "a table", default={})
+        self._known_keys(table, _GATE_KEYS, where)
+        defaults = GateDefaults()
+        rate = self._number(table, where, "budget_rate", defaults.budget_rate)
+        if rate > 1:
+            self._fail(where, "budget_rate", f"budget_rate is a share of runs between 0 and 1, not {rate}")
+        return GateDefaults(
+            subprocess_usd_per_second=self._number(table, where, "subprocess_usd_per_second", defaults.subprocess_usd_per_second),
+            budget_rate=rate,
+            budget_window=self._count(table, where, "budget_window", defaults.budget_window, minimum=1),
+            budget_min_runs=self._count(table, where, "budget_min_runs", defaults.budget_min_runs, minimum=1),
+        )
+
+    # ------------------------------------------------------------ typed values
+
+    def _typed(self, table: dict, where: tuple[str, ...], key: str, kind: Any, described: str, default: Any = _REQUIRED) -> Any:
+        if key not in table:
+            if default is not _REQUIRED:
+                return default
+            self._fail(where, None, f"{_table_name(where)} needs {key} ({described})")
+        value = table[key]
+        if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+            self._fail(where, key, f"{_dotted(where, key)} must be {described}, not {_toml_type(value)}")
+        return value
+
+    def _number(self, table: dict, where: tuple[str, ...], key: str, default: Any = _REQUIRED, positive: bool = False) -> float:
+        value = float(self._typed(table, where, key, (int, float), "a number", default))
+        if not math.isfinite(value) or value < 0 or (positive and value == 0):
+            bound = "greater than 0" if positive else "a finite number >= 0"
+            self._fail(where, key, f"{_dotted(where, key)} must be {bound}, not {value}")
+        return value
+
+    def _count(self, table: dict, where: tuple[str, ...], key: str, default: int, minimum: int) -> int:
+        value = self._typed(table, where, key, int, "an integer", default=default)
+        if value < minimum:
+            self._fail(where, key, f"{_dotted(where, key)} must be at least {minimum}, not {value}")
+        return value
+
+    def _known_keys(self, table: dict, known: tuple[str, ...], where: tuple[str, ...]) -> None:
+        for key in table:
+            if key not in known:
+                close = difflib.get_close_matches(key, known, n=1)
+                hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(known)}"
+                self._fail(where, key, f"unknown key {_dotted(where, key)}", hint)
+
+    def _fail(self, where: tuple[str, ...], key: str | None, message: str, hint: str | None = None) -> None:
+        span = _locate(self.source.text, where, key)
+        raise InputError([Diagnostic("E001", message, span=span, hint=hint, file=self.source.name)], self.source)
+
+
+def _dotted(where: tuple[str, ...], key: str) -> str:
+    return ".".join(_quoted_key(part) for part in (*where, key))
+
+
+def _table_name(where: tuple[str, ...]) -> str:
+    return f"[{'.'.join(_quoted_key(part) for part in where)}]"
+
+
+def _quoted_key(part: str) -> str:
+    return part if re.fullmatch(r"[A-Za-z0-9_-]+", part) else f'"{part}"'
+
+
+def _toml_type(value: Any) -> str:
+    names: dict[type, str] = {bool: "a boolean", int: "an integer", float: "a float", str: "a string", dict: "a table", list: "an array"}
+    return names.get(type(value), type(value).__name__)
+
+
+# ---------------------------------------------------------------- locating keys
+# tomllib gives no positions for values, so find them in the text: the header line of the
+# table, then the key's line inside it. Good enough for the flat tables admiss.toml uses;
+# anything else falls back to the table header, or to the file alone.
+
+_HEADER = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(#.*)?$")
+_KEY = r'^\s*(?:{bare}|"{quoted}"|\'{quoted}\')\s*='
+
+
+def _locate(text: str, where: tuple[str, ...], key: str | None) -> Span:
+    lines = text.splitlines()
+    header = _header_line(lines, where)
+    if key is None:
+        return _line_span(lines, header) if header is not None else NO_SPAN
+    start = header + 1 if header is not None else 0
+    pattern = re.compile(_KEY.format(bare=re.escape(key), quoted=re.escape(key)))
+    for index in range(start, len(lines)):
+        if header is not None and _HEADER.match(lines[index]):
+            break  # the next table starts
+        if pattern.match(lines[index]):
+            column = len(lines[index]) - len(lines[index].lstrip()) + 1
+            return Span.point(index + 1, column, len(key))
+    # The key may be a table of its own: [where.key] or [where.key.more].
+    found = _header_line(lines, (*where, key), prefix=True)
+    if found is None:
+        found = header
+    return _line_span(lines, found) if found is not None else NO_SPAN
+
+
+def _header_line(lines: list[str], where: tuple[str, ...], prefix: bool = False) -> int | None:
+    if not where:
+        return None
+    for index, line in enumerate(lines):
+        match = _HEADER.match(line)
+        parts = _header_parts(match[1]) if match else []
+        if parts[: len(where)] == list(where) and (prefix or len(parts) == len(where)):
+            return index
+    return None
+
+
+def _header_parts(header: str) -> list[str]:
+    parts = re.findall(r'"((?:[^"\\]|\\.)*)"|\'([^\']*)\'|([^.\s]+)', header)
+    return [next(p for p in groups if p) if any(groups) else "" for groups in parts]
+
+
+def _line_span(lines: list[str], index: int) -> Span:
+    text = lines[index]
+    column = len(text) - len(text.lstrip()) + 1
+    return Span.point(index + 1, column, max(1, len(text.strip())))
+

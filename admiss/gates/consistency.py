@@ -1,0 +1,142 @@
+"""``consistency K k [THRESHOLD t]``: does the model give the same answer again?
+
+Score = the share of k samples equivalent to the candidate's output. Two texts are
+equivalent when both parse as JSON and the parsed values are equal (``true`` is not ``1``;
+``1`` is ``1.0``; key order does not matter), else when they are equal after trimming,
+collapsing runs of whitespace and case-folding. Pass iff score >= THRESHOLD (default 0.8);
+K defaults to 5.
+
+Samples come from the candidate's ``samples`` in the bundle (the first k; fewer than k
+abstains), else from k concurrent new calls to the candidate's model when admiss.toml
+configures its provider and the bundle has a prompt, else the gate abstains. Maker ==
+checker is intended here: the signal is the model's own stability. New calls are priced
+by ``[prices]`` as gate cost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Sequence
+
+import attrs
+
+from admiss import ir
+from admiss.errors import Diagnostic, InputError
+from admiss.gates.base import ABSTAIN, FAIL, PASS, Candidate, GateCheck, GateContext, GateResult
+from admiss.gates.json_valid import NotJSON, parse_output
+from admiss.providers import Completion, ProviderError, cost_usd
+
+DEFAULT_K = 5
+DEFAULT_THRESHOLD = 0.8
+
+_NOT_JSON = object()
+
+
+def build(gate: ir.Gate, ctx: GateContext) -> GateCheck:
+    k = gate.k if gate.k is not None else DEFAULT_K
+    if k < 1:
+        raise InputError([Diagnostic("E001", f"K must be at least 1, not {k}", span=gate.span_of("k"), file=ctx.rubric_file)])
+    threshold = gate.threshold if gate.threshold is not None else DEFAULT_THRESHOLD
+    return GateCheck(kind=gate.kind, cheap=False, arun=_Consistency(k, threshold, ctx).run)
+
+
+def equivalent(a: str, b: str) -> bool:
+    """Whether two outputs say the same thing, by the rule in the module docstring."""
+    return _same(_canonical(a), _canonical(b))
+
+
+def _canonical(text: str) -> tuple[Any, str]:
+    try:
+        value = parse_output(text)
+    except NotJSON:
+        value = _NOT_JSON
+    return value, " ".join(text.split()).casefold()
+
+
+def _same(a: tuple[Any, str], b: tuple[Any, str]) -> bool:
+    if a[0] is not _NOT_JSON and b[0] is not _NOT_JSON:
+        return _json_equal(a[0], b[0])
+    return a[1] == b[1]
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    # Python says True == 1; JSON does not.
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_json_equal(a[key], b[key]) for key in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(map(_json_equal, a, b))
+    return type(a) is type(b) and a == b
+
+
+class _NoSamples(Exception):
+    """No way to get k samples; the message says what is missing."""
+
+
+@attrs.frozen
+class _Consistency:
+    k: int
+    threshold: float
+    ctx: GateContext
+
+    async def run(self, candidate: Candidate) -> GateResult:
+        if candidate.output is None:
+            return GateResult(ABSTAIN, reason="no output to compare samples with")
+        if candidate.samples:
+            return self._bundle_samples(candidate)
+        try:
+            self._check_can_resample(candidate)
+        except _NoSamples as exc:
+            return GateResult(ABSTAIN, reason=str(exc))
+        return await self._new_samples(candidate)
+
+    def _bundle_samples(self, candidate: Candidate) -> GateResult:
+        samples = candidate.samples or ()
+        if len(samples) < self.k:
+            return GateResult(ABSTAIN, reason=f"the bundle has {len(samples)} sample(s), K is {self.k}")
+        return self._scored(candidate.output or "", samples[: self.k], "bundle")
+
+    def _check_can_resample(self, candidate: Candidate) -> None:
+        missing = []
+        if not self.ctx.providers.configured(candidate.model):
+            missing.append(f"no provider configured for the candidate's model ({candidate.model or 'none given'})")
+        if candidate.prompt is None:
+            missing.append("no prompt to resample")
+        if missing:
+            raise _NoSamples(f"no samples in the bundle, and cannot draw new ones: {'; '.join(missing)}")
+
+    async def _new_samples(self, candidate: Candidate) -> GateResult:
+        model = candidate.model or ""
+        messages = [{"role": "user", "content": candidate.prompt or ""}]
+        # return_exceptions: every call that ran is priced, even when one of them failed.
+        # Cancelling this coroutine cancels the calls still in flight.
+        replies = await asyncio.gather(
+            *(self.ctx.providers.complete(model, messages) for _ in range(self.k)), return_exceptions=True
+        )
+        completions = [r for r in replies if isinstance(r, Completion)]
+        cost, cost_note = cost_usd(self.ctx.config, model, [c.usage for c in completions])
+        failures = [r for r in replies if isinstance(r, BaseException)]
+        if failures:
+            return _abstain_on(failures, cost, cost_note)
+        result = self._scored(candidate.output or "", [c.text for c in completions], "provider")
+        return attrs.evolve(result, cost_usd=cost, details={**(result.details or {}), "cost_note": cost_note})
+
+    def _scored(self, output: str, samples: Sequence[str], source: str) -> GateResult:
+        reference = _canonical(output)
+        agreeing = sum(_same(reference, _canonical(sample)) for sample in samples)
+        score = agreeing / self.k
+        passed = score >= self.threshold
+        reason = f"{agreeing}/{self.k} samples agree: score {score:g} {'>=' if passed else '<'} threshold {self.threshold:g}"
+        details = {"samples_from": source, "agreeing": agreeing, "k": self.k}
+        return GateResult(PASS if passed else FAIL, score=score, reason=reason, details=details)
+
+
+def _abstain_on(failures: list[BaseException], cost: float, cost_note: str | None) -> GateResult:
+    unexpected = [f for f in failures if not isinstance(f, ProviderError)]
+    if unexpected:
+        raise unexpected[0]
+    reason = f"{len(failures)} sampling call(s) failed: {failures[0]}"
+    return GateResult(ABSTAIN, reason=reason, error=True, cost_usd=cost, details={"cost_note": cost_note})

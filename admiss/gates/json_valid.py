@@ -1,0 +1,42 @@
+"""``json_valid``: fails when the output does not parse as JSON."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from admiss import ir
+from admiss.gates.base import FAIL, PASS, Candidate, GateCheck, GateContext, GateResult
+
+
+class NotJSON(ValueError):
+    """The output is missing or is not JSON; the message is a reason fit for a report."""
+
+
+def parse_output(output: str | None) -> Any:
+    """The output as a JSON value; raises NotJSON saying where parsing stopped."""
+    if output is None:
+        raise NotJSON("no output")
+    try:
+        return json.loads(output, parse_constant=_no_constants)
+    except json.JSONDecodeError as exc:
+        raise NotJSON(f"output is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except RecursionError:
+        raise NotJSON("output is not JSON admiss can read: nested too deeply") from None
+
+
+def _no_constants(name: str) -> Any:
+    # Python's json reads NaN and Infinity; JSON (RFC 8259) has no such values.
+    raise NotJSON(f"output is not JSON: {name} is not a JSON value")
+
+
+def check(candidate: Candidate) -> GateResult:
+    try:
+        parse_output(candidate.output)
+    except NotJSON as exc:
+        return GateResult(FAIL, reason=str(exc))
+    return GateResult(PASS)
+
+
+def build(gate: ir.Gate, ctx: GateContext) -> GateCheck:
+    return GateCheck(kind=gate.kind, cheap=True, run=check)

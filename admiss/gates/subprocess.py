@@ -1,0 +1,200 @@
+"""``subprocess CMD ["prog", "arg"] [TIMEOUT 5s]``: bring your own check.
+
+The contract: the program runs without a shell, in the rubric's folder, in a process group
+of its own. It reads ``{"candidate": output, "prompt": prompt, "meta": meta}`` as JSON on
+stdin (the candidate never goes in argv or the environment, so it cannot inject itself into
+the command) and prints ``{"verdict": "pass"|"fail"|"abstain", "score"?: x, "reason"?: s}``
+on stdout, then exits 0.
+
+Abstain with ``error=True`` when: the program is not found or cannot start; it exits
+non-zero (even after printing a verdict) or dies on a signal; it runs past the timeout
+(default 30 s); stdout exceeds 1 MiB; stdout is not that JSON object; the score is outside
+[0, 1]. On a timeout, an overflow or cancellation the whole process group is killed, and
+anything the program left running in its group is killed when it exits.
+
+Cost: wall time times ``[gates] subprocess_usd_per_second`` (default 0).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import signal
+import tempfile
+from typing import IO, Any
+
+import attrs
+
+from admiss import ir
+from admiss.errors import Diagnostic, InputError
+from admiss.gates.base import ABSTAIN, FAIL, PASS, Candidate, GateCheck, GateContext, GateResult
+
+DEFAULT_TIMEOUT_S = 30.0
+MAX_STDOUT_BYTES = 1024 * 1024
+STDERR_TAIL_BYTES = 400
+
+
+class _Abstain(Exception):
+    """The program broke the contract; the message says which way."""
+
+
+def build(gate: ir.Gate, ctx: GateContext) -> GateCheck:
+    if not gate.cmd:
+        diagnostic = Diagnostic("E001", 'the subprocess gate needs CMD ["program", ...]', span=gate.span, file=ctx.rubric_file)
+        raise InputError([diagnostic])
+    runner = _Runner(
+        cmd=tuple(gate.cmd),
+        cwd=str(ctx.rubric_dir),
+        timeout_s=gate.timeout_s if gate.timeout_s is not None else DEFAULT_TIMEOUT_S,
+        usd_per_second=ctx.config.gates.subprocess_usd_per_second,
+    )
+    return GateCheck(kind=gate.kind, cheap=False, arun=runner.run)
+
+
+@attrs.frozen
+class _Runner:
+    cmd: tuple[str, ...]
+    cwd: str
+    timeout_s: float
+    usd_per_second: float
+
+    async def run(self, candidate: Candidate) -> GateResult:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        result = await self._verdict(_stdin_payload(candidate))
+        cost = (loop.time() - started) * self.usd_per_second
+        return attrs.evolve(result, cost_usd=cost)
+
+    async def _verdict(self, payload: bytes) -> GateResult:
+        with tempfile.TemporaryFile() as stderr:
+            try:
+                transport, program = await self._start(stderr)
+            except _Abstain as exc:
+                return GateResult(ABSTAIN, reason=str(exc), error=True)
+            try:
+                _feed(transport, payload)
+                stdout = await asyncio.wait_for(program.finished, self.timeout_s)
+                return _verdict_from(transport.get_returncode(), stdout, _tail(stderr))
+            except asyncio.TimeoutError:
+                return GateResult(ABSTAIN, reason=f"timed out after {self.timeout_s:g}s; process group killed", error=True)
+            except _Abstain as exc:
+                return GateResult(ABSTAIN, reason=str(exc), error=True)
+            finally:
+                # Also on cancellation: a gate cancelled after a sibling failed leaves nothing running.
+                await _end(transport, program)
+
+    async def _start(self, stderr: IO[bytes]) -> tuple[asyncio.SubprocessTransport, _Program]:
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.subprocess_exec(
+                lambda: _Program(loop),
+                *self.cmd,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                # A file, not a pipe: a chatty program can never block on a full stderr pipe.
+                stderr=stderr,
+                cwd=self.cwd,
+                start_new_session=True,
+            )
+        except FileNotFoundError:
+            raise _Abstain(f"program not found: {self.cmd[0]!r}") from None
+        except OSError as exc:
+            raise _Abstain(f"cannot start {self.cmd[0]!r}: {exc.strerror or exc}") from None
+
+
+class _Program(asyncio.SubprocessProtocol):
+    """Collects stdout up to the cap; ``finished`` resolves once the program is done with it."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self._stdout = bytearray()
+        self.finished: asyncio.Future[bytes] = loop.create_future()
+        self.exited: asyncio.Future[None] = loop.create_future()
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        if fd != 1 or self.finished.done():
+            return
+        self._stdout += data
+        if len(self._stdout) > MAX_STDOUT_BYTES:
+            limit = f"{MAX_STDOUT_BYTES // 1024 // 1024} MiB"
+            self.finished.set_exception(_Abstain(f"stdout exceeded {limit}; process group killed"))
+
+    def process_exited(self) -> None:
+        _settle(self.exited, None)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        # Called once the program has exited and closed all its pipes.
+        _settle(self.finished, bytes(self._stdout))
+
+
+def _settle(future: asyncio.Future, value: Any) -> None:
+    if not future.done():
+        future.set_result(value)
+
+
+def _stdin_payload(candidate: Candidate) -> bytes:
+    message = {"candidate": candidate.output, "prompt": candidate.prompt, "meta": candidate.meta}
+    return json.dumps(message, ensure_ascii=False).encode("utf-8")
+
+
+def _feed(transport: asyncio.SubprocessTransport, payload: bytes) -> None:
+    # The pipe transport buffers what the pipe cannot take yet and closes after flushing; a
+    # program that never reads its input just leaves it unread (no deadlock with stdout).
+    stdin = transport.get_pipe_transport(0)
+    stdin.write(payload)
+    stdin.close()
+
+
+async def _end(transport: asyncio.SubprocessTransport, program: _Program) -> None:
+    """Kill the program's whole process group, close the pipes, and wait for the exit."""
+    try:
+        # start_new_session made the program the leader of a group whose id is its pid.
+        os.killpg(transport.get_pid(), signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass  # the group is already gone
+    transport.close()
+    await program.exited
+
+
+def _tail(stderr: IO[bytes]) -> str:
+    stderr.seek(0, os.SEEK_END)
+    stderr.seek(max(0, stderr.tell() - STDERR_TAIL_BYTES))
+    return stderr.read().decode("utf-8", errors="replace").strip()
+
+
+def _verdict_from(returncode: int | None, stdout: bytes, stderr_tail: str) -> GateResult:
+    if returncode:
+        how = f"killed by signal {-returncode}" if returncode < 0 else f"exited with status {returncode}"
+        said = f": {stderr_tail}" if stderr_tail else ""
+        raise _Abstain(f"program {how}{said}")
+    reply = _parse_reply(stdout)
+    score = reply.get("score")
+    return GateResult(reply["verdict"], score=None if score is None else float(score), reason=reply.get("reason", ""))
+
+
+def _parse_reply(stdout: bytes) -> dict[str, Any]:
+    try:
+        reply = json.loads(stdout.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise _Abstain("stdout is not UTF-8") from None
+    except json.JSONDecodeError as exc:
+        raise _Abstain(f"stdout is not JSON ({exc.msg}): {_preview(stdout)}") from None
+    if not isinstance(reply, dict):
+        raise _Abstain(f"stdout is not a JSON object: {_preview(stdout)}")
+    if reply.get("verdict") not in (PASS, FAIL, ABSTAIN):
+        raise _Abstain(f'stdout has no "verdict" of "pass", "fail" or "abstain": {_preview(stdout)}')
+    if "score" in reply and not _is_score(reply["score"]):
+        raise _Abstain(f"score {reply['score']!r} is not a number in [0, 1]")
+    if "reason" in reply and not isinstance(reply["reason"], str):
+        raise _Abstain("reason is not a string")
+    return reply
+
+
+def _is_score(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and 0 <= value <= 1
+
+
+def _preview(stdout: bytes) -> str:
+    text = stdout.decode("utf-8", errors="replace").strip()
+    return repr(text[:120] + ("..." if len(text) > 120 else "")) if text else "(empty)"

@@ -1,0 +1,216 @@
+"""An OpenAI-compatible chat-completions client (OpenAI, vLLM, Ollama, llama.cpp, LiteLLM).
+
+A model id ``"NAME/model"`` goes to ``[providers.NAME]`` with model ``model``. Every failure
+(no such provider, unset key, connection, HTTP status, timeout, malformed reply) raises
+:class:`ProviderError`, which the gates turn into an abstain with ``error=True``.
+
+Only idempotent failures are retried: connection errors (the request never arrived), 429,
+502, 503 and 504 (the server says it did not do the work). A 500 or a read timeout may have
+been billed, so it is not repeated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any, Mapping, Sequence
+
+import attrs
+import httpx
+
+from admiss.config import Config, ProviderConfig
+
+RETRY_STATUSES = frozenset({429, 502, 503, 504})
+# Backoff doubles from BACKOFF_S per retry, and a server's Retry-After is honoured up to MAX_DELAY_S.
+BACKOFF_S = 0.25
+MAX_DELAY_S = 4.0
+
+
+class ProviderError(Exception):
+    """A model call failed; ``reason`` says how, in words fit for a report."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+@attrs.frozen
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@attrs.frozen
+class Completion:
+    text: str
+    # None when the server did not report token usage (the call cannot be priced).
+    usage: Usage | None
+
+
+def split_model(model: str) -> tuple[str, str]:
+    """``"NAME/model"`` → ``("NAME", "model")``; the model part may itself contain slashes."""
+    name, slash, rest = model.partition("/")
+    if not slash or not name or not rest:
+        raise ProviderError(f"model {model!r} names no provider: write it as \"provider/model\"")
+    return name, rest
+
+
+def cost_usd(config: Config, model: str, usages: Sequence[Usage | None]) -> tuple[float, str | None]:
+    """What the calls cost under ``[prices]``, and a note when some of it could not be priced."""
+    price = config.price_for(model)
+    if price is None:
+        return 0.0, f'{model} is unpriced: add [prices."{model}"] to admiss.toml'
+    known = [u for u in usages if u is not None]
+    total = sum(price.cost_usd(u.input_tokens, u.output_tokens) for u in known)
+    missing = len(usages) - len(known)
+    return total, (f"{missing} call(s) reported no token usage and are not priced" if missing else None)
+
+
+class ChatClient:
+    """One provider's endpoint over one pooled ``httpx.AsyncClient`` (made on first use)."""
+
+    def __init__(self, config: ProviderConfig, environ: Mapping[str, str] | None = None):
+        self.config = config
+        self._environ = os.environ if environ is None else environ
+        self._http: httpx.AsyncClient | None = None
+
+    async def complete(self, model: str, messages: Sequence[Mapping[str, str]]) -> Completion:
+        """The reply to ``messages`` from ``model`` (the name without the provider prefix)."""
+        headers = self._headers()
+        body = {"model": model, "messages": list(messages)}
+        response = await self._post_with_retries(body, headers)
+        return _completion(response, self.config.name)
+
+    async def aclose(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
+
+    def _headers(self) -> dict[str, str]:
+        env_name = self.config.api_key_env
+        if env_name is None:
+            return {}
+        key = self._environ.get(env_name)
+        if not key:
+            raise ProviderError(
+                f"environment variable {env_name} is not set (api_key_env of [providers.{self.config.name}])"
+            )
+        return {"Authorization": f"Bearer {key}"}
+
+    def _client(self) -> httpx.AsyncClient:
+        if self._http is None:
+            self._http = httpx.AsyncClient(timeout=httpx.Timeout(self.config.timeout_s))
+        return self._http
+
+    async def _post_with_retries(self, body: dict, headers: dict[str, str]) -> httpx.Response:
+        url = f"{self.config.base_url}/chat/completions"
+        attempt = 0
+        while True:
+            final = attempt >= self.config.max_retries
+            try:
+                response = await self._client().post(url, json=body, headers=headers)
+            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+                if final:
+                    raise ProviderError(f"{self._where()}: cannot connect to {url}: {_describe(exc)}") from None
+                delay = _backoff(attempt)
+            except httpx.TimeoutException:
+                raise ProviderError(f"{self._where()}: no reply within {self.config.timeout_s:g}s") from None
+            except httpx.HTTPError as exc:
+                raise ProviderError(f"{self._where()}: request failed: {_describe(exc)}") from None
+            else:
+                if final or response.status_code not in RETRY_STATUSES:
+                    return self._successful(response, attempt)
+                delay = _retry_delay(attempt, response)
+            attempt += 1
+            await asyncio.sleep(delay)
+
+    def _successful(self, response: httpx.Response, retries: int) -> httpx.Response:
+        if response.is_success:
+            return response
+        tried = f" after {retries} retries" if retries else ""
+        raise ProviderError(f"{self._where()}: HTTP {response.status_code}{tried}{_error_detail(response)}")
+
+    def _where(self) -> str:
+        return f"provider {self.config.name}"
+
+
+class Providers:
+    """The clients of one run, one per configured provider; close them with :meth:`aclose`.
+
+    Clients are made lazily inside the running event loop. Use one event loop per run, or
+    call :meth:`aclose` before leaving a loop so the next loop gets fresh connections.
+    """
+
+    def __init__(self, providers: Mapping[str, ProviderConfig], environ: Mapping[str, str] | None = None):
+        self._configs = dict(providers)
+        self._environ = environ
+        self._clients: dict[str, ChatClient] = {}
+
+    def configured(self, model: str | None) -> bool:
+        """Whether ``model`` names a provider that admiss.toml configures."""
+        try:
+            return split_model(model or "")[0] in self._configs
+        except ProviderError:
+            return False
+
+    async def complete(self, model: str, messages: Sequence[Mapping[str, str]]) -> Completion:
+        """Send ``messages`` to ``"NAME/model"`` through provider NAME."""
+        name, model_name = split_model(model)
+        return await self._client(name).complete(model_name, messages)
+
+    async def aclose(self) -> None:
+        clients, self._clients = self._clients, {}
+        await asyncio.gather(*(client.aclose() for client in clients.values()))
+
+    def _client(self, name: str) -> ChatClient:
+        if name not in self._configs:
+            raise ProviderError(f"no [providers.{name}] table in admiss.toml")
+        if name not in self._clients:
+            self._clients[name] = ChatClient(self._configs[name], self._environ)
+        return self._clients[name]
+
+
+def _completion(response: httpx.Response, provider: str) -> Completion:
+    try:
+        data = response.json()
+        text = data["choices"][0]["message"]["content"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        raise ProviderError(f"provider {provider}: reply is not a chat completion: {response.text[:200]!r}") from None
+    if not isinstance(text, str):
+        raise ProviderError(f"provider {provider}: reply has no text content")
+    return Completion(text, _usage(data.get("usage")))
+
+
+def _usage(data: Any) -> Usage | None:
+    if not isinstance(data, dict):
+        return None
+    prompt, completion = data.get("prompt_tokens"), data.get("completion_tokens")
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in (prompt, completion)):
+        return None
+    return Usage(prompt, completion)
+
+
+def _error_detail(response: httpx.Response) -> str:
+    """The server's own error message when it sent one (OpenAI's ``error.message`` shape)."""
+    try:
+        message = response.json()["error"]["message"]
+    except (ValueError, KeyError, TypeError):
+        message = response.text
+    message = str(message).strip()
+    return f": {message[:200]}" if message else ""
+
+
+def _describe(exc: Exception) -> str:
+    return str(exc) or type(exc).__name__
+
+
+def _backoff(attempt: int) -> float:
+    return min(BACKOFF_S * 2**attempt, MAX_DELAY_S)
+
+
+def _retry_delay(attempt: int, response: httpx.Response) -> float:
+    try:
+        asked = float(response.headers.get("retry-after", ""))
+    except ValueError:
+        asked = 0.0
+    return min(max(asked, _backoff(attempt)), MAX_DELAY_S)

@@ -41,17 +41,13 @@ from __future__ import annotations
 from typing import Iterator
 
 from admiss import ir
+from admiss.gates.judge import same_model
 from admiss.lint.rules import Finding, gates_in
-
-
-def _model_name(model: str) -> str:
-    # As the judge gate compares: the provider prefix and case do not make another model.
-    return model.strip().rsplit("/", 1)[-1].casefold()
 
 
 def check(rubric: ir.Rubric) -> Iterator[Finding]:
     for rung, gate in gates_in(rubric):
-        if gate.kind == "judge" and gate.model and rung.model and _model_name(gate.model) == _model_name(rung.model):
+        if gate.kind == "judge" and gate.model and rung.model and same_model(gate.model, rung.model):
             yield Finding(gate.value_span_of("model"),
                           f"judge MODEL \"{gate.model}\" is the model of rung '{rung.name}': "
                           "it would grade its own output",

@@ -290,10 +290,13 @@ def lint(
     raise typer.Exit(exit_code)
 
 
+def _files(count: int) -> str:
+    return f"{count} file{'' if count == 1 else 's'}"
+
+
 def _fmt_summary(changed: int, unchanged: int, dry_run: bool) -> str:
     verb = "would be reformatted" if dry_run else "reformatted"
-    files = lambda n: f"{n} file{'' if n == 1 else 's'}"  # noqa: E731
-    return f"{files(changed)} {verb}, {files(unchanged)} left unchanged\n"
+    return f"{_files(changed)} {verb}, {_files(unchanged)} left unchanged\n"
 
 
 @app.command("fmt")

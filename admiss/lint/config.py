@@ -30,8 +30,6 @@ class LintConfig:
 
     select: tuple[str, ...] = EVERY_RULE
     ignore: tuple[str, ...] = ()
-    # The file the settings came from, for messages.
-    origin: str | None = None
 
     def enabled(self, code: str) -> bool:
         return code.startswith(self.select) and not code.startswith(self.ignore)
@@ -75,7 +73,7 @@ def _config_from(path: Path, table: dict) -> LintConfig:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise input_error(str(path), f"lint setting {key!r} must be a list of codes", code="E004")
     select = checked_codes(table["select"], str(path)) if "select" in table else EVERY_RULE
-    return LintConfig(select=select, ignore=checked_codes(table.get("ignore", []), str(path)), origin=str(path))
+    return LintConfig(select=select, ignore=checked_codes(table.get("ignore", []), str(path)))
 
 
 def find_config(start: Path) -> LintConfig:

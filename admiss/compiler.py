@@ -15,17 +15,13 @@ FORBIDDEN, INADMISSIBLE, SHORTCUT = "forbidden", "inadmissible", "shortcut-rejec
 ADMITTED_RATIONALE = "At least one admissible source supports the property."
 MISSING_RATIONALE = "No admissible evidence supports this property."
 DEFAULT_YES_RATIONALE = "No admissible evidence supports this property; DEFAULT yes accepts it anyway."
-
-# Marks an admitted kind in the lookup table: admitted unless its label is a shortcut.
-_ADMIT = None
+# Each rationale a property result can give, and the verdict it goes with (renderers
+# precompute the lines that follow from them).
+VERDICT_OF_RATIONALE = {ADMITTED_RATIONALE: "yes", DEFAULT_YES_RATIONALE: "yes", MISSING_RATIONALE: "no"}
 
 
 def _unique(refs: Iterable[ir.Ref]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(r.value for r in refs))
-
-
-def _clause(keyword: str, value: str | None, span) -> dict:
-    return {"keyword": keyword, "value": value, "line": span.line, "column": span.column}
 
 
 def _first_spans(refs: Iterable[ir.Ref]) -> dict[str, object]:
@@ -35,12 +31,41 @@ def _first_spans(refs: Iterable[ir.Ref]) -> dict[str, object]:
     return spans
 
 
+class Exclusion:
+    """Why an item is excluded and the rubric clause that says so, with where it was written.
+
+    One per (property, reason, kind or label), made at compile time, so checking an item
+    only picks one; renderers copy ``clause`` and may cache their own pieces by identity.
+    """
+
+    __slots__ = ("reason", "clause")
+
+    def __init__(self, reason: str, keyword: str, value: str | None, span):
+        self.reason = reason
+        self.clause = {"keyword": keyword, "value": value, "line": span.line, "column": span.column}
+
+
+# An evidence row, as bundle validation hands items to the checkers: (kind, source_label,
+# item, the property it names or None).
+Row = tuple
+
+
+def rows_of(items: Iterable[dict]) -> list[Row]:
+    """Evidence rows for items already known to keep the bundle rules."""
+    return [(item["kind"], item["source_label"], item, item.get("property")) for item in items]
+
+
+def offered(rows: list[Row], name: str) -> list[Row]:
+    """The rows offered to property ``name``: those naming it, and those naming none."""
+    return [row for row in rows if row[3] is None or row[3] == name]
+
+
 class CompiledProperty:
-    """One property, ready to classify evidence items."""
+    """One property, ready to classify evidence rows."""
 
     __slots__ = (
         "name", "display_name", "admissible", "forbidden", "shortcut_rejections", "default",
-        "_table", "_shortcuts", "_clauses", "_inadmissible_clause",
+        "_table", "_shortcuts", "_inadmissible", "renderings",
     )
 
     def __init__(self, prop: ir.Property):
@@ -50,48 +75,38 @@ class CompiledProperty:
         self.forbidden = _unique(prop.forbid)
         self.shortcut_rejections = _unique(prop.shortcuts)
         self.default = prop.default.value
-        # FORBID overrides ADMIT, so forbidden kinds are written into the table last.
-        table: dict[str, str | None] = {kind: _ADMIT for kind in self.admissible}
-        table.update({kind: FORBIDDEN for kind in self.forbidden})
+        # kind -> None (admitted unless its label is a shortcut) or its Exclusion. FORBID
+        # overrides ADMIT, so forbidden kinds are written into the table last.
+        table: dict[str, Exclusion | None] = dict.fromkeys(self.admissible)
+        table.update({k: Exclusion(FORBIDDEN, "FORBID", k, s) for k, s in _first_spans(prop.forbid).items()})
         self._table = table
-        self._shortcuts = frozenset(self.shortcut_rejections)
-        forbid_spans = _first_spans(prop.forbid)
-        shortcut_spans = _first_spans(prop.shortcuts)
-        self._clauses = {
-            **{(FORBIDDEN, k): _clause("FORBID", k, s) for k, s in forbid_spans.items()},
-            **{(SHORTCUT, v): _clause("REJECT SHORTCUT", v, s) for v, s in shortcut_spans.items()},
-        }
-        self._inadmissible_clause = _clause("ADMIT", None, prop.admit_span)
+        self._shortcuts = {v: Exclusion(SHORTCUT, "REJECT SHORTCUT", v, s)
+                           for v, s in _first_spans(prop.shortcuts).items()}
+        self._inadmissible = Exclusion(INADMISSIBLE, "ADMIT", None, prop.admit_span)
+        # Renderers keep precomputed pieces of this property's report here, made on first use.
+        self.renderings: dict[str, object] = {}
 
-    def clause(self, reason: str, kind: str, source_label: str) -> dict:
-        """The rubric clause that excluded an item, with where it was written."""
-        if reason == FORBIDDEN:
-            return self._clauses[(FORBIDDEN, kind)]
-        if reason == SHORTCUT:
-            return self._clauses[(SHORTCUT, source_label)]
-        return self._inadmissible_clause
-
-    def check(self, items: Iterable[dict]) -> "PropertyResult":
-        table, shortcuts = self._table, self._shortcuts
+    def check(self, rows: Iterable[Row]) -> "PropertyResult":
+        table_get, shortcut_get, inadmissible = self._table.get, self._shortcuts.get, self._inadmissible
         admitted: list[str] = []
-        excluded: list[tuple[dict, str]] = []
-        for item in items:
-            reason = table.get(item["kind"], INADMISSIBLE)
-            if reason is _ADMIT:
-                if item["source_label"] not in shortcuts:
+        excluded: list[tuple[dict, Exclusion]] = []
+        for kind, label, item, _ in rows:
+            exclusion = table_get(kind, inadmissible)
+            if exclusion is None:
+                exclusion = shortcut_get(label)
+                if exclusion is None:
                     admitted.append(item["detail"])
                     continue
-                reason = SHORTCUT
-            excluded.append((item, reason))
+            excluded.append((item, exclusion))
         return PropertyResult(self, admitted, excluded)
 
 
 class PropertyResult:
-    """What checking one property found: admitted details, excluded items, the verdict."""
+    """What checking one property found: admitted details, (item, Exclusion) pairs, the verdict."""
 
     __slots__ = ("prop", "evidence", "excluded", "verdict", "rationale")
 
-    def __init__(self, prop: CompiledProperty, evidence: list[str], excluded: list[tuple[dict, str]]):
+    def __init__(self, prop: CompiledProperty, evidence: list[str], excluded: list[tuple[dict, Exclusion]]):
         self.prop = prop
         self.evidence = evidence
         self.excluded = excluded
@@ -101,11 +116,6 @@ class PropertyResult:
             self.verdict, self.rationale = "yes", DEFAULT_YES_RATIONALE
         else:
             self.verdict, self.rationale = "no", MISSING_RATIONALE
-
-
-def offered(items: list[dict], name: str) -> list[dict]:
-    """The items offered to property ``name``: those naming it, and those naming none."""
-    return [item for item in items if item.get("property", name) == name]
 
 
 class CompiledRubric:

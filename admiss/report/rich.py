@@ -45,10 +45,10 @@ def _evidence_table(result: "PropertyResult") -> Table:
     table.add_column("clause", style="dim")
     for detail in result.evidence:
         table.add_row(detail, Text("admitted", style="green"), "")
-    for item, reason in result.excluded:
-        clause = result.prop.clause(reason, item["kind"], item["source_label"])
+    for item, exclusion in result.excluded:
+        clause = exclusion.clause
         where = f"line {clause['line']}: {clause['keyword']} {clause['value'] or ''}".rstrip()
-        table.add_row(item["detail"], Text(reason, style="red"), where)
+        table.add_row(item["detail"], Text(exclusion.reason, style="red"), where)
     if not result.evidence and not result.excluded:
         table.add_row(Text("no evidence offered", style="dim"), "", "")
     return table

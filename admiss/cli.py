@@ -182,7 +182,7 @@ def check(
         run = _Run(rubric, fmt or _default_format(), chain, config)
     except AdmissError as error:
         _print_error(error)
-        raise typer.Exit(EXIT_BAD_INPUT)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
     run.many = len(bundles) > 1 or any(p.suffix == ".jsonl" for p in bundles)
     try:
         for path in bundles:
@@ -226,10 +226,10 @@ def compile_(
             write_atomically(output, text)
     except AdmissError as error:
         _print_error(error)
-        raise typer.Exit(EXIT_BAD_INPUT)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
     except OSError as error:
         sys.stderr.write(f"{output}: E001 cannot write: {error.strerror}\n")
-        raise typer.Exit(EXIT_BAD_INPUT)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
 
 
 def main() -> None:

@@ -6,7 +6,7 @@ import functools
 from importlib import resources
 
 import lark
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from admiss.errors import Diagnostic, RubricSyntaxError
 from admiss.source import Source, Span

@@ -6,15 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-import attrs
-
 from admiss import ir
-from admiss.analyze import analyze
 from admiss.compiler import CompiledRubric, compile_ir
 from admiss.errors import Diagnostic, IRError, RubricCompileError, RubricSyntaxError, input_error
 from admiss.interpreter import CheckReport, Runtime, check_bundle
-from admiss.lower import lower
-from admiss.parser import parse
 from admiss.source import Source, Span
 
 
@@ -73,6 +68,11 @@ class Rubric:
 
 def parse_source(text: str, name: str = "<string>") -> ir.Rubric:
     """The analysed IR of rubric source ``text``; RubricSyntaxError / RubricCompileError if bad."""
+    # The parser (and lark) load only when a rubric is really parsed, not on a cache hit.
+    from admiss.analyze import analyze
+    from admiss.lower import lower
+    from admiss.parser import parse
+
     source = Source(name, text)
     # A rubric from a string with no RUBRIC header and no file name is called "rubric".
     stem = Path(name).stem if not name.startswith("<") else "rubric"
@@ -128,10 +128,14 @@ def ir_from_json(text: str, name: str) -> ir.Rubric:
     if problems:
         raise IRError(problems)
     rubric = ir.from_dict(data)
+    from admiss.analyze import analyze
+
     problems = analyze(rubric, name)
     if problems:
         # Spans in IR point into the source it was compiled from, so name that file.
         origin = rubric.source or "its source"
+        import attrs
+
         raise IRError([attrs.evolve(d, file=f"{name} (compiled from {origin})",
                                     hint=(d.hint + "; " if d.hint else "") + "fix the source and recompile")
                        for d in problems])
@@ -156,8 +160,10 @@ def load(path: str | Path, config: str | Path | None = None) -> Rubric:
     ``config`` is an admiss.toml for gate chains; without it one is looked for beside the
     rubric, then in the working folder.
     """
+    from admiss.ircache import cached_ir
+
     path = Path(path)
     text = read_text(path)
     if path.suffix == ".json":
         return Rubric(compile_ir(ir_from_json(text, str(path)), str(path)), config)
-    return compile_source(text, str(path), str(path), config)
+    return Rubric(compile_ir(cached_ir(text, str(path), parse_source), str(path)), config)

@@ -2,11 +2,18 @@
 
 A property becomes a lookup table from evidence kind to exclusion reason, so checking an
 item is one dict lookup (and one set lookup for admitted kinds) instead of a walk over the
-IR. Compiled objects pickle by recompiling from their IR, so they can cross processes.
+IR.
+
+Compiled objects pickle by their IR, so they can cross processes. Unpickling a rubric that
+this process already holds (same IR, same origin) gives the one already held, and
+properties and exclusions pickle as references into their rubric: reports sent back from a
+worker process share the receiver's compiled objects and their precomputed pieces.
 """
 
 from __future__ import annotations
 
+import hashlib
+import weakref
 from typing import Iterable
 
 from admiss import ir
@@ -35,14 +42,26 @@ class Exclusion:
     """Why an item is excluded and the rubric clause that says so, with where it was written.
 
     One per (property, reason, kind or label), made at compile time, so checking an item
-    only picks one; renderers copy ``clause`` and may cache their own pieces by identity.
+    only picks one. Renderers copy ``clause``, and keep their precomputed pieces of the
+    report entry in ``renderings``.
     """
 
-    __slots__ = ("reason", "clause")
+    __slots__ = ("owner", "reason", "clause", "renderings")
 
-    def __init__(self, reason: str, keyword: str, value: str | None, span):
+    def __init__(self, owner: "CompiledProperty", reason: str, keyword: str, value: str | None, span):
+        self.owner = owner
         self.reason = reason
         self.clause = {"keyword": keyword, "value": value, "line": span.line, "column": span.column}
+        self.renderings: dict[str, object] = {}
+
+    def __reduce__(self):
+        return (_exclusion_in, (self.owner, self.reason, self.clause["value"]))
+
+
+def _exclusion_in(prop: "CompiledProperty", reason: str, value: str | None) -> Exclusion:
+    if reason == FORBIDDEN:
+        return prop._table[value]
+    return prop._shortcuts[value] if reason == SHORTCUT else prop._inadmissible
 
 
 # An evidence row, as bundle validation hands items to the checkers: (kind, source_label,
@@ -64,11 +83,13 @@ class CompiledProperty:
     """One property, ready to classify evidence rows."""
 
     __slots__ = (
-        "name", "display_name", "admissible", "forbidden", "shortcut_rejections", "default",
+        "owner", "index", "name", "display_name", "admissible", "forbidden", "shortcut_rejections", "default",
         "_table", "_shortcuts", "_inadmissible", "renderings",
     )
 
-    def __init__(self, prop: ir.Property):
+    def __init__(self, prop: ir.Property, owner: "CompiledRubric", index: int):
+        self.owner = owner
+        self.index = index
         self.name = prop.name
         self.display_name = prop.display_name
         self.admissible = _unique(prop.admit)
@@ -78,13 +99,16 @@ class CompiledProperty:
         # kind -> None (admitted unless its label is a shortcut) or its Exclusion. FORBID
         # overrides ADMIT, so forbidden kinds are written into the table last.
         table: dict[str, Exclusion | None] = dict.fromkeys(self.admissible)
-        table.update({k: Exclusion(FORBIDDEN, "FORBID", k, s) for k, s in _first_spans(prop.forbid).items()})
+        table.update({k: Exclusion(self, FORBIDDEN, "FORBID", k, s) for k, s in _first_spans(prop.forbid).items()})
         self._table = table
-        self._shortcuts = {v: Exclusion(SHORTCUT, "REJECT SHORTCUT", v, s)
+        self._shortcuts = {v: Exclusion(self, SHORTCUT, "REJECT SHORTCUT", v, s)
                            for v, s in _first_spans(prop.shortcuts).items()}
-        self._inadmissible = Exclusion(INADMISSIBLE, "ADMIT", None, prop.admit_span)
+        self._inadmissible = Exclusion(self, INADMISSIBLE, "ADMIT", None, prop.admit_span)
         # Renderers keep precomputed pieces of this property's report here, made on first use.
         self.renderings: dict[str, object] = {}
+
+    def __reduce__(self):
+        return (_property_in, (self.owner, self.index))
 
     def check(self, rows: Iterable[Row]) -> "PropertyResult":
         table_get, shortcut_get, inadmissible = self._table.get, self._shortcuts.get, self._inadmissible
@@ -118,6 +142,10 @@ class PropertyResult:
             self.verdict, self.rationale = "no", MISSING_RATIONALE
 
 
+def _property_in(rubric: "CompiledRubric", index: int) -> CompiledProperty:
+    return rubric.properties[index]
+
+
 class CompiledRubric:
     """A rubric lowered to checkers. Use :meth:`check` (from admiss.api) to run it."""
 
@@ -126,11 +154,33 @@ class CompiledRubric:
         # Where the rubric was loaded from: relative paths in gates resolve against it.
         self.origin = origin
         self.name = rubric.name
-        self.properties = tuple(CompiledProperty(p) for p in rubric.properties)
+        self.properties = tuple(CompiledProperty(p, self, i) for i, p in enumerate(rubric.properties))
         self.property_names = frozenset(p.name for p in self.properties)
+        self._digest: str | None = None
+
+    def digest(self) -> str:
+        """A hash of the IR, positions included (made on first use: pickling needs it)."""
+        if self._digest is None:
+            self._digest = hashlib.sha256(ir.to_json(self.ir).encode("utf-8")).hexdigest()
+            _HELD.setdefault((self._digest, self.origin), self)
+        return self._digest
 
     def __reduce__(self):
-        return (CompiledRubric, (self.ir, self.origin))
+        return (_rubric_in, (self.ir, self.origin, self.digest()))
+
+
+# The compiled rubrics this process holds, by (IR digest, origin), so unpickling one of them
+# gives it back instead of a copy.
+_HELD: "weakref.WeakValueDictionary[tuple[str, str | None], CompiledRubric]" = weakref.WeakValueDictionary()
+
+
+def _rubric_in(rubric: ir.Rubric, origin: str | None, digest: str) -> CompiledRubric:
+    held = _HELD.get((digest, origin))
+    if held is None:
+        held = CompiledRubric(rubric, origin)
+        held._digest = digest
+        _HELD[(digest, origin)] = held
+    return held
 
 
 def compile_ir(rubric: ir.Rubric, origin: str | None = None) -> CompiledRubric:

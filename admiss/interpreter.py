@@ -6,15 +6,17 @@ their error budgets, the event loop and the provider clients.
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from admiss.bundle import evidence_rows, rung_problems
 from admiss.compiler import CompiledRubric, PropertyResult, offered
 from admiss.errors import input_error
 from admiss.report.json import report_dict
 from admiss.report.text import report_text
+
+if TYPE_CHECKING:
+    import asyncio
 
 
 class CheckReport:
@@ -92,6 +94,8 @@ class Runtime:
     def event_loop(self) -> asyncio.AbstractEventLoop:
         # One loop for the whole run, so provider clients keep their connections.
         if self._loop is None:
+            import asyncio  # only gate chains need it, and it is slow to import
+
             self._loop = asyncio.new_event_loop()
         return self._loop
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import functools
+import json
 from typing import TYPE_CHECKING, Any
+
+from admiss.compiler import VERDICT_OF_RATIONALE
 
 if TYPE_CHECKING:
     from admiss.cascade import ChainResult, GateRecord
-    from admiss.compiler import Exclusion, PropertyResult
+    from admiss.compiler import CompiledProperty, Exclusion, PropertyResult
     from admiss.interpreter import CheckReport
 
 
@@ -101,3 +105,96 @@ def report_dict(report: "CheckReport") -> dict[str, Any]:
     if report.chain is not None:
         out["chain"] = chain_dict(report.chain)
     return out
+
+
+# ---------------------------------------------------------------- JSON text, built directly
+# A batch writes one report per line. Building the dicts and then encoding them costs more
+# than checking the bundle, yet most of a report is known once the rubric is compiled:
+# property headers, verdict tails, each exclusion's reason and clause. report_json joins
+# those precomputed pieces with the few encoded strings a bundle brings, and gives exactly
+# the bytes of json.dumps(report_dict(report), ensure_ascii=False).
+
+_encode_string = json.encoder.encode_basestring  # the encoder json.dumps(ensure_ascii=False) uses
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+class _PropertyJSON:
+    """The bundle-independent pieces of one property's JSON, and of each of its exclusions."""
+
+    __slots__ = ("head", "tails")
+
+    def __init__(self, prop: "CompiledProperty"):
+        self.head = (f'{{"property": {_encode_string(prop.display_name)}, "name": {_encode_string(prop.name)}, '
+                     f'"admissible": {_dumps(list(prop.admissible))}, "forbidden": {_dumps(list(prop.forbidden))}, '
+                     f'"shortcut_rejections": {_dumps(list(prop.shortcut_rejections))}, "evidence": [')
+        self.tails = {
+            rationale: f'], "rationale": {_encode_string(rationale)}, "default_verdict": '
+                       f'{_encode_string(prop.default)}, "verdict": "{verdict}"}}'
+            for rationale, verdict in VERDICT_OF_RATIONALE.items()
+        }
+
+
+def _exclusion_json(exclusion: "Exclusion") -> tuple[str, str]:
+    """(', "reason": ...', ', "clause": {...}}'): an exclusion's entry around the item's fields."""
+    parts = exclusion.renderings.get("json")
+    if parts is None:
+        parts = exclusion.renderings["json"] = (
+            f', "reason": {_encode_string(exclusion.reason)}', f', "clause": {_dumps(exclusion.clause)}}}')
+    return parts
+
+
+def _property_json(prop: "CompiledProperty") -> _PropertyJSON:
+    parts = prop.renderings.get("json")
+    if parts is None:
+        parts = prop.renderings["json"] = _PropertyJSON(prop)
+    return parts
+
+
+# Marks an item whose fields would not keep their places in the entry (it has its own
+# "reason" or "clause" field): its entries are encoded from excluded_dicts instead.
+_SLOW = ("", "")
+
+
+@functools.lru_cache(maxsize=256)
+def _field_prefix(key: str) -> str:
+    return f", {_encode_string(key)}: "
+
+
+def _item_parts(item: dict) -> tuple[str, str]:
+    """An item's ('{"detail": ...', ', "kind": ..., ...') pieces, or _SLOW."""
+    if "reason" in item or "clause" in item:
+        return _SLOW
+    rest = "".join([_field_prefix(key) + (_encode_string(value) if type(value) is str else _dumps(value))
+                    for key, value in item.items() if key != "detail"])
+    return '{"detail": ' + _encode_string(item["detail"]), rest
+
+
+def _property_text(result: "PropertyResult", items: dict[int, tuple[str, str]]) -> str:
+    prop = result.prop
+    parts = prop.renderings.get("json") or _property_json(prop)
+    entries = []
+    append = entries.append
+    for item, exclusion in result.excluded:
+        laid_out = items.get(id(item))
+        if laid_out is None:
+            laid_out = items[id(item)] = _item_parts(item)
+        if laid_out is _SLOW:
+            append(_dumps(excluded_dicts([(item, exclusion)])[0]))
+            continue
+        around = exclusion.renderings.get("json") or _exclusion_json(exclusion)
+        append(f"{laid_out[0]}{around[0]}{laid_out[1]}{around[1]}")
+    evidence = ", ".join([_encode_string(detail) for detail in result.evidence])
+    return f'{parts.head}{evidence}], "excluded": [{", ".join(entries)}{parts.tails[result.rationale]}'
+
+
+def report_json(report: "CheckReport") -> str:
+    """``json.dumps(report.to_dict(), ensure_ascii=False)``, built from precomputed pieces."""
+    items: dict[int, tuple[str, str]] = {}  # per item (by id, for this call): its encoded fields
+    properties = ", ".join([_property_text(r, items) for r in report.properties])
+    chain = "" if report.chain is None else f', "chain": {_dumps(chain_dict(report.chain))}'
+    return (f'{{"bundle": {_dumps(report.bundle_name)}, "rubric": {_encode_string(report.rubric.name)}, '
+            f'"verdict": "{report.verdict}", "aggregate": "{report.aggregate}", '
+            f'"missing_evidence_count": {report.missing_evidence_count}, "properties": [{properties}]{chain}}}')

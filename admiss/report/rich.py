@@ -92,3 +92,30 @@ def print_report(report: "CheckReport", console: Console | None = None) -> None:
             "served: ", chain.served or Text("none (exhausted)", style="bold red"),
             f"   model spend ${chain.model_cost_usd:.6f}   gate spend ${chain.gate_cost_usd:.6f}   verdict: ",
             _verdict(report.verdict)))
+
+
+class BatchProgress:
+    """A progress line on stderr for a long batch: bundles checked so far, by outcome."""
+
+    def __init__(self):
+        from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        self._progress = Progress(
+            SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+            console=Console(stderr=True), transient=False,
+        )
+        # The number of bundles is not known before the files are read, so the bar pulses.
+        self._task = self._progress.add_task(self._description({"pass": 0, "fail": 0, "error": 0}), total=None)
+        self._progress.start()
+
+    @staticmethod
+    def _description(counts: dict[str, int]) -> str:
+        done = sum(counts.values())
+        return (f"{done} checked: [green]{counts['pass']} pass[/] · [red]{counts['fail']} fail[/] · "
+                f"[yellow]{counts['error']} error[/]")
+
+    def show(self, counts: dict[str, int]) -> None:
+        self._progress.update(self._task, description=self._description(counts))
+
+    def stop(self) -> None:
+        self._progress.stop()

@@ -13,6 +13,7 @@ provider clients: an error budget counts the errors one worker has seen, not the
 from __future__ import annotations
 
 import json
+import stat
 import sys
 from collections import deque
 from functools import partial
@@ -251,9 +252,10 @@ def _units_in(path: Path) -> Iterator[Unit]:
 class _Writer:
     """Writes outcomes in order: reports to stdout, errors to stderr, the counts to a progress bar."""
 
-    def __init__(self, run: CheckRun, progress):
+    def __init__(self, run: CheckRun, progress, flush_each: bool):
         self.run = run
         self.progress = progress
+        self.flush_each = flush_each
         self.printed = 0
         self.exit_code = EXIT_PASS
         self.counts = {"pass": 0, "fail": 0, "error": 0}
@@ -272,6 +274,8 @@ class _Writer:
             else:
                 gap = "\n" if self.printed and self.run.options.fmt == "text" else ""
                 sys.stdout.write(f"{gap}{shown}\n")
+                if self.flush_each:
+                    sys.stdout.flush()
             self.printed += 1
         self.exit_code = max(self.exit_code, code)
         self.counts[verdict] += 1
@@ -299,7 +303,8 @@ def run_check(paths: list[Path], options: CheckOptions) -> int:
     # sees each report as its bundle arrives.
     chunks = chunked(units_of(paths), CHUNK_SIZE if jobs > 1 else 1)
     progress = _progress_for(many, options)
-    writer = _Writer(run, progress)
+    # Input from a pipe may come slowly: then each report is flushed as soon as it is ready.
+    writer = _Writer(run, progress, flush_each=not all(_regular_file(p) for p in paths))
     try:
         for outcomes in in_order(_check_units, chunks, jobs, run):
             for outcome in outcomes:
@@ -313,6 +318,13 @@ def run_check(paths: list[Path], options: CheckOptions) -> int:
         if progress is not None:
             progress.stop()
         run.close()
+
+
+def _regular_file(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(path.stat().st_mode)
+    except OSError:
+        return True  # reading it will say what is wrong
 
 
 def _progress_for(many: bool, options: CheckOptions):

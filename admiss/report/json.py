@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 from typing import TYPE_CHECKING, Any
@@ -12,6 +13,21 @@ if TYPE_CHECKING:
     from admiss.cascade import ChainResult, GateRecord
     from admiss.compiler import CompiledProperty, Exclusion, PropertyResult
     from admiss.interpreter import CheckReport
+
+
+def _nested(item: dict) -> bool:
+    """Whether an item carries arrays or objects, which each report entry must copy so that
+    no two reports (nor the bundle) share a mutable value."""
+    # Only fields beyond kind, detail, source_label and property (all strings) can be nested.
+    return len(item) > 3 + ("property" in item) and any(type(v) is dict or type(v) is list for v in item.values())
+
+
+def _own_fields(item: dict) -> dict:
+    return copy.deepcopy(item) if _nested(item) else item
+
+
+# Marks, in a report's item layouts, an item whose fields must be copied for every entry.
+_NESTED: dict = {}
 
 
 def excluded_dicts(excluded: list[tuple[dict, "Exclusion"]], bases: dict[int, dict] | None = None) -> list[dict]:
@@ -25,15 +41,15 @@ def excluded_dicts(excluded: list[tuple[dict, "Exclusion"]], bases: dict[int, di
     """
     if bases is None:
         # The placeholders fix the key order; the item's detail and our reason fill them.
-        return [{"detail": None, "reason": None, **item, "reason": exclusion.reason,
+        return [{"detail": None, "reason": None, **_own_fields(item), "reason": exclusion.reason,
                  "clause": exclusion.clause.copy()} for item, exclusion in excluded]
     out = []
     append = out.append
     for item, exclusion in excluded:
         base = bases.get(id(item))
         if base is None:
-            base = bases[id(item)] = {"detail": None, "reason": None, **item}
-        entry = base.copy()
+            base = bases[id(item)] = _NESTED if _nested(item) else {"detail": None, "reason": None, **item}
+        entry = base.copy() if base is not _NESTED else {"detail": None, "reason": None, **copy.deepcopy(item)}
         entry["reason"] = exclusion.reason
         entry["clause"] = exclusion.clause.copy()
         append(entry)

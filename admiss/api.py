@@ -6,13 +6,16 @@ import contextlib
 import gc
 import json
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from admiss import ir
 from admiss.compiler import CompiledRubric, compile_ir
 from admiss.errors import Diagnostic, IRError, RubricCompileError, RubricSyntaxError, input_error
 from admiss.interpreter import CheckReport, Runtime, check_bundle
 from admiss.source import Source, Span
+
+if TYPE_CHECKING:
+    from admiss.parser import Tree
 
 
 class Rubric:
@@ -85,19 +88,28 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+def compile_problems(tree: "Tree", source: Source) -> tuple[ir.Rubric, list[Diagnostic]]:
+    """The IR of a parsed source, and every structural and semantic problem in it, in source order.
+
+    The IR is what lowering could build; it is valid only when the list is empty.
+    """
+    from admiss.analyze import analyze
+    from admiss.lower import lower
+
+    # A rubric from a string with no RUBRIC header and no file name is called "rubric".
+    stem = Path(source.name).stem if not source.name.startswith("<") else "rubric"
+    rubric, problems = lower(tree, source.name, stem or "rubric")
+    return rubric, sorted(problems + analyze(rubric, source.name), key=lambda d: (d.span.line, d.span.column))
+
+
 def parse_source(text: str, name: str = "<string>") -> ir.Rubric:
     """The analysed IR of rubric source ``text``; RubricSyntaxError / RubricCompileError if bad."""
     # The parser (and lark) load only when a rubric is really parsed, not on a cache hit.
-    from admiss.analyze import analyze
-    from admiss.lower import lower
     from admiss.parser import parse
 
     source = Source(name, text)
-    # A rubric from a string with no RUBRIC header and no file name is called "rubric".
-    stem = Path(name).stem if not name.startswith("<") else "rubric"
     with _collector_paused():
-        rubric, problems = lower(parse(source), name, stem or "rubric")
-        problems = sorted(problems + analyze(rubric, name), key=lambda d: (d.span.line, d.span.column))
+        rubric, problems = compile_problems(parse(source), source)
     if problems:
         syntax = any(d.code == "E100" for d in problems)
         raise (RubricSyntaxError if syntax else RubricCompileError)(problems, source)

@@ -8,14 +8,14 @@ from __future__ import annotations
 import enum
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import Iterator, List, Optional
 
 import typer
 
 from admiss import __version__
 from admiss.files import write_atomically
 
-EXIT_BAD_INPUT = 2
+EXIT_PASS, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
 
 app = typer.Typer(
     name="admiss",
@@ -108,6 +108,116 @@ def compile_(
     except OSError as error:
         sys.stderr.write(f"{output}: E001 cannot write: {error.strerror}\n")
         raise typer.Exit(EXIT_BAD_INPUT) from None
+
+
+class LintFormat(str, enum.Enum):
+    text = "text"
+    json = "json"
+    sarif = "sarif"
+    github = "github"
+
+
+def _rubric_files(paths: List[Path]) -> Iterator[Path]:
+    """Each path named, and each ``*.rubric`` file under a named folder, sorted."""
+    for path in paths:
+        if path.is_dir():
+            yield from sorted(p for p in path.rglob("*.rubric") if p.is_file())
+        else:
+            yield path
+
+
+@app.command()
+def lint(
+    paths: List[Path] = typer.Argument(..., help="Rubric files, or folders searched for *.rubric files."),
+    fmt: LintFormat = typer.Option(LintFormat.text, "--format", "-f", help="Output format."),
+    select: Optional[List[str]] = typer.Option(
+        None, "--select", help="Codes or prefixes to run, comma-separated (replaces the configured ones) "
+        "[default: ADM, every rule]."
+    ),
+    ignore: List[str] = typer.Option([], "--ignore", help="Codes or prefixes not to run, comma-separated "
+                                     "(added to the configured ones)."),
+) -> None:
+    """Report weak or contradictory rubrics, and every compile error, with stable codes.
+
+    Exit 0 with no findings, 1 with findings (warnings count), 2 on usage errors or
+    unreadable files. Settings: [lint] in admiss.toml or [tool.admiss.lint] in pyproject.toml.
+    """
+    from admiss.api import read_text
+    from admiss.errors import AdmissError
+    from admiss.lint import find_config, lint_source
+    from admiss.lint.output import FORMATS, FileResult
+    from admiss.source import Source
+
+    try:
+        config = find_config(Path.cwd()).with_options(select, ignore)
+    except AdmissError as error:
+        _print_error(error)
+        raise typer.Exit(EXIT_BAD_INPUT)
+    exit_code, results = EXIT_PASS, []
+    for path in _rubric_files(paths):
+        try:
+            text = read_text(path)
+        except AdmissError as error:
+            _print_error(error)
+            exit_code = EXIT_BAD_INPUT
+            continue
+        results.append(FileResult(Source(str(path), text), tuple(lint_source(text, str(path), config))))
+    sys.stdout.write(FORMATS[fmt.value](results))
+    if any(result.diagnostics for result in results):
+        exit_code = max(exit_code, EXIT_FAIL)
+    raise typer.Exit(exit_code)
+
+
+def _files(count: int) -> str:
+    return f"{count} file{'' if count == 1 else 's'}"
+
+
+def _fmt_summary(changed: int, unchanged: int, dry_run: bool) -> str:
+    verb = "would be reformatted" if dry_run else "reformatted"
+    return f"{_files(changed)} {verb}, {_files(unchanged)} left unchanged\n"
+
+
+@app.command("fmt")
+def fmt_(
+    paths: List[Path] = typer.Argument(..., help="Rubric files, or folders searched for *.rubric files."),
+    check: bool = typer.Option(False, "--check", help="Write nothing; print a diff and exit 1 if a file would change."),
+    diff: bool = typer.Option(False, "--diff", help="Write nothing; print a diff of what would change."),
+) -> None:
+    """Rewrite rubric files in the canonical layout (docs/fmt.md); comments are kept.
+
+    Exit 0, or 1 with --check when a file would change, or 2 when a file cannot be read,
+    does not parse, or cannot be written (that file is left untouched).
+    """
+    from admiss.api import read_text
+    from admiss.errors import AdmissError
+    from admiss.fmt import format_source, unified_diff
+
+    exit_code, changed, unchanged = EXIT_PASS, 0, 0
+    for path in _rubric_files(paths):
+        try:
+            text = read_text(path)
+            formatted = format_source(text, str(path))
+            if formatted != text and not (check or diff):
+                write_atomically(path, formatted)
+        except AdmissError as error:
+            _print_error(error)
+            exit_code = EXIT_BAD_INPUT
+            continue
+        except OSError as error:
+            sys.stderr.write(f"{path}: E001 cannot write: {error.strerror}\n")
+            exit_code = EXIT_BAD_INPUT
+            continue
+        if formatted == text:
+            unchanged += 1
+            continue
+        changed += 1
+        if check or diff:
+            sys.stdout.write(unified_diff(text, formatted, str(path)))
+        sys.stderr.write(f"{'would reformat' if check or diff else 'reformatted'} {path}\n")
+    sys.stderr.write(_fmt_summary(changed, unchanged, check or diff))
+    if check and changed:
+        exit_code = max(exit_code, EXIT_FAIL)
+    raise typer.Exit(exit_code)
 
 
 def main() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import functools
 from importlib import resources
 
@@ -9,7 +10,7 @@ import lark
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from admiss.errors import Diagnostic, RubricSyntaxError
-from admiss.source import Source, Span
+from admiss.source import Comment, Source, Span
 
 Tree = lark.Tree
 Token = lark.Token
@@ -33,16 +34,32 @@ def grammar_text() -> str:
     return (resources.files("admiss.grammar") / "rubric.lark").read_text(encoding="utf-8")
 
 
-@functools.lru_cache(maxsize=1)
-def _lark() -> lark.Lark:
+# The comments of the parse in progress. The grammar ignores COMMENT, so the lexer hands
+# each one to a callback; a context variable keeps concurrent parses apart.
+_comments: contextvars.ContextVar[list[Comment]] = contextvars.ContextVar("admiss_comments")
+
+
+def _keep_comment(token: Token) -> Token:
+    _comments.get().append(Comment(str(token), _span_of_token(token)))
+    return token
+
+
+def _span_of_token(token: Token) -> Span:
+    return Span(token.line, token.column, token.end_line, token.end_column)
+
+
+@functools.lru_cache(maxsize=2)
+def _lark(keep_comments: bool = False) -> lark.Lark:
     # cache=True keeps the LALR tables on disk keyed by the grammar's hash, so a CLI
-    # run does not rebuild them.
+    # run does not rebuild them. The plain parser has no callback, so compiling pays
+    # nothing for the comments only the linter and the formatter read.
     return lark.Lark(
         grammar_text(),
         parser="lalr",
         propagate_positions=True,
         maybe_placeholders=False,
         cache=True,
+        lexer_callbacks={"COMMENT": _keep_comment} if keep_comments else {},
     )
 
 
@@ -52,6 +69,18 @@ def parse(source: Source) -> Tree:
         return _lark().parse(source.text)
     except UnexpectedInput as exc:
         raise RubricSyntaxError([syntax_diagnostic(exc, source)], source) from None
+
+
+def parse_with_comments(source: Source) -> tuple[Tree, tuple[Comment, ...]]:
+    """The parse tree of ``source`` and its comments in source order (see :func:`parse`)."""
+    found: list[Comment] = []
+    reset = _comments.set(found)
+    try:
+        return _lark(keep_comments=True).parse(source.text), tuple(found)
+    except UnexpectedInput as exc:
+        raise RubricSyntaxError([syntax_diagnostic(exc, source)], source) from None
+    finally:
+        _comments.reset(reset)
 
 
 def _word(terminal: str) -> str:

@@ -27,6 +27,18 @@ class Span:
         return cls(line, column, line, column + width)
 
 
+@attrs.frozen
+class Comment:
+    """A ``#`` comment as written (``text`` starts with ``#``) and where it stands."""
+
+    text: str
+    span: Span
+
+    def stands_alone(self, source: "Source") -> bool:
+        """True when nothing but blanks precedes the comment on its line."""
+        return not source.line_text(self.span.line)[: self.span.column - 1].strip()
+
+
 # Nodes built by hand (or read from IR without positions) carry NO_SPAN.
 NO_SPAN = Span(0, 0, 0, 0)
 

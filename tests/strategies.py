@@ -44,8 +44,12 @@ def _list(items: list[str], gap: str) -> str:
 
 
 @st.composite
-def rubric_sources(draw) -> tuple[str, dict]:
-    """(source text, spec) for a random valid rubric with unique property names."""
+def rubric_sources(draw, chains: bool = False) -> tuple[str, dict]:
+    """(source text, spec) for a random valid rubric with unique property names.
+
+    With ``chains``, the rubric also has CHAIN blocks, and comment and blank lines stand
+    between random lines (the spec does not describe the chains).
+    """
     extra = draw(custom_kinds)
     kinds = list(BUILTIN_KINDS) + extra
     specs = draw(st.lists(property_specs(kinds), min_size=1, max_size=4, unique_by=lambda p: p["name"]))
@@ -56,7 +60,65 @@ def rubric_sources(draw) -> tuple[str, dict]:
         out.append(f"KINDS {_list(extra, draw(gaps))}{draw(comments)}")
     for spec in specs:
         out.append(_property_text(draw, spec))
-    return "\n".join(out) + "\n", {"kinds": kinds, "properties": specs}
+    if chains:
+        chain_names = draw(st.lists(names, min_size=1, max_size=2, unique=True))
+        out += [_chain_text(draw, name, [p["name"] for p in specs]) for name in chain_names]
+    text = "\n".join(out) + "\n"
+    if chains:
+        text = _with_lines_between(draw, text)
+    return text, {"kinds": kinds, "properties": specs}
+
+
+own_line_comments = st.sampled_from(["# own line", "  # indented", "#", "", "   ", "#  GATE judge { ] \"x"])
+
+
+def _with_lines_between(draw, text: str) -> str:
+    """``text`` with comment or blank lines inserted between random lines (never inside a string)."""
+    lines = text.split("\n")
+    out = []
+    for line in lines:
+        out += draw(st.lists(own_line_comments, max_size=2))
+        out.append(line)
+    return "\n".join(out)
+
+
+_OPTIONS = {
+    "non_empty": [],
+    "json_valid": [],
+    "schema": [st.just('FILE "answer.schema.json"')],
+    "subprocess": [st.lists(labels.map(_string), min_size=1, max_size=3).map(lambda c: "CMD [" + ", ".join(c) + "]"),
+                   st.sampled_from(["TIMEOUT 5s", "TIMEOUT 1.5m", "TIMEOUT 250ms", ""])],
+    "judge": [st.sampled_from(['MODEL "openai/gpt-5"', 'MODEL "x"']), labels.map(lambda q: "RUBRIC " + _string(q)),
+              st.sampled_from(["THRESHOLD 0.7", "THRESHOLD 1", ""])],
+    "consistency": [st.sampled_from(["K 3", "K 5"]), st.sampled_from(["THRESHOLD 0.8", ""])],
+}
+_COMMON_OPTIONS = [st.sampled_from(["ON ABSTAIN fail_closed", "ON ABSTAIN fail_open", ""]),
+                   st.sampled_from(["BUDGET 0.2 WINDOW 50", ""])]
+
+
+def _gate_text(draw, property_names: list[str]) -> str:
+    kind = draw(st.sampled_from(sorted(_OPTIONS) + ["admissibility"]))
+    head = f"GATE {kind}"
+    if kind == "admissibility":
+        chosen = draw(st.lists(st.sampled_from(property_names), max_size=3))
+        head += " " + _list(chosen, draw(gaps)) if chosen else ""
+    options = [o for o in (draw(s) for s in _OPTIONS.get(kind, []) + _COMMON_OPTIONS) if o]
+    parts = [head] + draw(st.permutations(options))
+    return draw(gaps).join(parts) + draw(comments)
+
+
+def _chain_text(draw, name: str, property_names: list[str]) -> str:
+    lines = [f"CHAIN {name} {{{draw(comments)}"]
+    if draw(st.booleans()):
+        lines += ["  " + _gate_text(draw, property_names) for _ in range(draw(st.integers(1, 3)))]
+    else:
+        for rung in draw(st.lists(names, min_size=1, max_size=3, unique=True)):
+            model = draw(st.sampled_from(["", ' MODEL "openai/gpt-5-mini"', ' MODEL "y"']))
+            lines.append(f"  RUNG {rung}{model} {{{draw(comments)}")
+            lines += ["    " + _gate_text(draw, property_names) for _ in range(draw(st.integers(1, 3)))]
+            lines.append("  }" + draw(comments))
+    lines.append("}" + draw(comments))
+    return "\n".join(lines)
 
 
 def _property_text(draw, spec: dict) -> str:

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 from admiss import ir
+from admiss.collector import collector_paused
 from admiss.compiler import CompiledRubric, compile_ir
-from admiss.errors import Diagnostic, IRError, RubricCompileError, RubricSyntaxError, input_error
+from admiss.errors import Diagnostic, IRError, RubricCompileError, RubricSyntaxError
 from admiss.interpreter import CheckReport, Runtime, check_bundle
 from admiss.source import Source, Span
 
@@ -71,23 +70,6 @@ class Rubric:
         return f"<admiss.Rubric {self.name!r}: {len(self.compiled.properties)} properties>"
 
 
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector off for the block, as it was after.
-
-    Parsing and lowering make a great many small objects that all stay alive until the IR
-    is built; the collector would walk them again and again (a large rubric spent over a
-    third of its compile time there, and the share grew with its size) and free nothing.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def compile_problems(tree: "Tree", source: Source) -> tuple[ir.Rubric, list[Diagnostic]]:
     """The IR of a parsed source, and every structural and semantic problem in it, in source order.
 
@@ -108,7 +90,7 @@ def parse_source(text: str, name: str = "<string>") -> ir.Rubric:
     from admiss.parser import parse
 
     source = Source(name, text)
-    with _collector_paused():
+    with collector_paused():
         rubric, problems = compile_problems(parse(source), source)
     if problems:
         syntax = any(d.code == "E100" for d in problems)
@@ -176,14 +158,10 @@ def ir_from_json(text: str, name: str) -> ir.Rubric:
 
 def read_text(path: str | Path) -> str:
     """The text of ``path``, or InputError E001 naming the file."""
-    try:
+    from admiss.files import reading
+
+    with reading(path):
         return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise input_error(str(path), "no such file", hint="check the path") from None
-    except IsADirectoryError:
-        raise input_error(str(path), "is a folder, not a file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise input_error(str(path), f"cannot read: {exc}") from None
 
 
 def load(path: str | Path, config: str | Path | None = None) -> Rubric:

@@ -230,23 +230,16 @@ def units_of(paths: Iterable[Path]) -> Iterator[Unit | AdmissError]:
 
 def _units_in(path: Path) -> Iterator[Unit]:
     from admiss.api import read_text
-    from admiss.errors import input_error
+    from admiss.files import reading
 
     if path.suffix != ".jsonl":
         yield str(path), 0, read_text(path)
         return
     name = str(path)
-    try:
-        with path.open(encoding="utf-8") as lines:
-            for number, line in enumerate(lines, start=1):
-                if line.strip():
-                    yield name, number, line
-    except FileNotFoundError:
-        raise input_error(str(path), "no such file", hint="check the path") from None
-    except IsADirectoryError:
-        raise input_error(str(path), "is a folder, not a file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise input_error(str(path), f"cannot read: {exc}") from None
+    with reading(path), path.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, start=1):
+            if line.strip():
+                yield name, number, line
 
 
 class _Writer:

@@ -1,8 +1,9 @@
 """Pausing Python's cyclic garbage collector while a rubric is compiled.
 
-Parsing and lowering make a great many small objects that all stay alive until the IR is
-built, so the collector can free nothing meanwhile; left on, it walks them again and again
-(over a third of the compile time of a large rubric, a share that grew with its size).
+Parsing, lowering and building checkers make a great many small objects that all stay
+alive until the rubric is built, so the collector can free nothing meanwhile; left on, it
+walks them again and again (over a third of the compile time of a large rubric, a share
+that grew with its size).
 Reports were measured too: pausing it while building one gained nothing there.
 """
 

@@ -17,6 +17,7 @@ import weakref
 from typing import Iterable
 
 from admiss import ir
+from admiss.collector import collector_paused
 
 FORBIDDEN, INADMISSIBLE, SHORTCUT = "forbidden", "inadmissible", "shortcut-rejected"
 ADMITTED_RATIONALE = "At least one admissible source supports the property."
@@ -185,4 +186,5 @@ def _rubric_in(rubric: ir.Rubric, origin: str | None, digest: str) -> CompiledRu
 
 def compile_ir(rubric: ir.Rubric, origin: str | None = None) -> CompiledRubric:
     """Checkers for an analysed IR (compile_ir trusts analysis to have passed)."""
-    return CompiledRubric(rubric, origin)
+    with collector_paused():
+        return CompiledRubric(rubric, origin)

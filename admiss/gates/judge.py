@@ -34,7 +34,6 @@ from admiss.gates.base import ABSTAIN, FAIL, PASS, Candidate, GateCheck, GateCon
 from admiss.providers import Completion, ProviderError, cost_usd
 
 DEFAULT_THRESHOLD = 0.7
-DEFAULT_RUBRIC = "Is the answer correct, complete, and free of unsupported claims?"
 REPLY_KEYS = ("failure_hypotheses", "evidence", "rationale", "score")
 
 SYSTEM_PROMPT = """\
@@ -73,7 +72,8 @@ def build(gate: ir.Gate, ctx: GateContext) -> GateCheck:
         raise InputError([diagnostic])
     judge = _Judge(
         model=gate.model,
-        rubric=gate.rubric or DEFAULT_RUBRIC,
+        # Analysis requires RUBRIC on every judge (E110), so there is no default question.
+        rubric=gate.rubric,
         threshold=gate.threshold if gate.threshold is not None else DEFAULT_THRESHOLD,
         ctx=ctx,
     )

@@ -137,7 +137,7 @@ def test_a_slow_judge_times_out_and_abstains(local_ctx, chat_server):
 
 def test_no_provider_for_the_judge_abstains_naming_the_table(tmp_path):
     ctx = GateContext(tmp_path)
-    result = run_gate(judge.build(gate("judge", model="anthropic/claude"), ctx), CANDIDATE, ctx)
+    result = run_gate(judge.build(gate("judge", model="anthropic/claude", rubric="Which claim could be false?"), ctx), CANDIDATE, ctx)
     assert (result.verdict, result.error) == (ABSTAIN, True)
     assert "no [providers.anthropic] table in admiss.toml" in result.reason
 
@@ -175,11 +175,14 @@ def test_a_candidate_without_a_model_is_still_graded(local_ctx, chat_server):
 def test_cancelling_the_gate_drops_the_request(local_ctx, chat_server):
     chat_server.default = Reply(body=grade(0.9).body, delay_s=30)
     ctx = local_ctx(timeout_s=60)
-    check = judge.build(gate("judge", model="local/judge"), ctx)
+    check = judge.build(gate("judge", model="local/judge", rubric="Is the sum right?"), ctx)
 
     async def cancel_once_sent() -> None:
         task = asyncio.create_task(check.arun(CANDIDATE))
+        deadline = time.monotonic() + 10
         while not chat_server.requests:
+            assert not task.done(), f"the judge finished without a request: {task.result()}"
+            assert time.monotonic() < deadline, "the judge never sent its request"
             await asyncio.sleep(0.01)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):

@@ -1,5 +1,5 @@
 """``python -m admiss`` runs the command line."""
 
-from admiss.cli import main
+from admiss.launch import main
 
 main()

@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
-
-import attrs
+from typing import TYPE_CHECKING, Any
 
 from admiss import ir
-from admiss.analyze import analyze
+from admiss.collector import collector_paused
 from admiss.compiler import CompiledRubric, compile_ir
-from admiss.errors import Diagnostic, IRError, RubricCompileError, RubricSyntaxError, input_error
+from admiss.errors import Diagnostic, IRError, RubricCompileError, RubricSyntaxError
 from admiss.interpreter import CheckReport, Runtime, check_bundle
-from admiss.lower import lower
-from admiss.parser import Tree, parse
 from admiss.source import Source, Span
+
+if TYPE_CHECKING:
+    from admiss.parser import Tree
 
 
 class Rubric:
@@ -71,11 +70,14 @@ class Rubric:
         return f"<admiss.Rubric {self.name!r}: {len(self.compiled.properties)} properties>"
 
 
-def compile_problems(tree: Tree, source: Source) -> tuple[ir.Rubric, list[Diagnostic]]:
+def compile_problems(tree: "Tree", source: Source) -> tuple[ir.Rubric, list[Diagnostic]]:
     """The IR of a parsed source, and every structural and semantic problem in it, in source order.
 
     The IR is what lowering could build; it is valid only when the list is empty.
     """
+    from admiss.analyze import analyze
+    from admiss.lower import lower
+
     # A rubric from a string with no RUBRIC header and no file name is called "rubric".
     stem = Path(source.name).stem if not source.name.startswith("<") else "rubric"
     rubric, problems = lower(tree, source.name, stem or "rubric")
@@ -84,8 +86,12 @@ def compile_problems(tree: Tree, source: Source) -> tuple[ir.Rubric, list[Diagno
 
 def parse_source(text: str, name: str = "<string>") -> ir.Rubric:
     """The analysed IR of rubric source ``text``; RubricSyntaxError / RubricCompileError if bad."""
+    # The parser (and lark) load only when a rubric is really parsed, not on a cache hit.
+    from admiss.parser import parse
+
     source = Source(name, text)
-    rubric, problems = compile_problems(parse(source), source)
+    with collector_paused():
+        rubric, problems = compile_problems(parse(source), source)
     if problems:
         syntax = any(d.code == "E100" for d in problems)
         raise (RubricSyntaxError if syntax else RubricCompileError)(problems, source)
@@ -136,10 +142,14 @@ def ir_from_json(text: str, name: str) -> ir.Rubric:
     if problems:
         raise IRError(problems)
     rubric = ir.from_dict(data)
+    from admiss.analyze import analyze
+
     problems = analyze(rubric, name)
     if problems:
         # Spans in IR point into the source it was compiled from, so name that file.
         origin = rubric.source or "its source"
+        import attrs
+
         raise IRError([attrs.evolve(d, file=f"{name} (compiled from {origin})",
                                     hint=(d.hint + "; " if d.hint else "") + "fix the source and recompile")
                        for d in problems])
@@ -148,14 +158,10 @@ def ir_from_json(text: str, name: str) -> ir.Rubric:
 
 def read_text(path: str | Path) -> str:
     """The text of ``path``, or InputError E001 naming the file."""
-    try:
+    from admiss.files import reading
+
+    with reading(path):
         return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise input_error(str(path), "no such file", hint="check the path") from None
-    except IsADirectoryError:
-        raise input_error(str(path), "is a folder, not a file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise input_error(str(path), f"cannot read: {exc}") from None
 
 
 def load(path: str | Path, config: str | Path | None = None) -> Rubric:
@@ -164,8 +170,10 @@ def load(path: str | Path, config: str | Path | None = None) -> Rubric:
     ``config`` is an admiss.toml for gate chains; without it one is looked for beside the
     rubric, then in the working folder.
     """
+    from admiss.ircache import cached_ir
+
     path = Path(path)
     text = read_text(path)
     if path.suffix == ".json":
         return Rubric(compile_ir(ir_from_json(text, str(path)), str(path)), config)
-    return compile_source(text, str(path), str(path), config)
+    return Rubric(compile_ir(cached_ir(text, str(path), parse_source), str(path)), config)

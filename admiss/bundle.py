@@ -6,6 +6,7 @@ import json
 import math
 from typing import Any, Iterator
 
+from admiss.compiler import Row, rows_of
 from admiss.errors import BundleError, Diagnostic, did_you_mean
 from admiss.source import Source, Span
 
@@ -19,19 +20,35 @@ def _type_word(value: Any) -> str:
     return _TYPE_WORDS.get(type(value), type(value).__name__)
 
 
-def parse_bundle_text(text: str, name: str, line_offset: int = 0) -> Any:
+try:  # orjson, when installed, parses bundles several times faster than the json module
+    from orjson import JSONDecodeError as _FastDecodeError, loads as _fast_loads
+except ImportError:  # pragma: no cover - depends on the environment
+    _fast_loads = None
+
+
+def parse_bundle_text(text: str | bytes, name: str, line_offset: int = 0) -> Any:
     """The JSON value in ``text``, or BundleError B001 at the line and column that broke."""
+    if _fast_loads is not None:
+        try:
+            return _fast_loads(text)
+        except _FastDecodeError:
+            # orjson is stricter (NaN, huge integers, lone surrogates) and its messages differ:
+            # the json module decides, and words the error.
+            pass
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         line = exc.lineno + line_offset
-        source = Source(name, "\n" * line_offset + text)
+        shown = text if isinstance(text, str) else text.decode("utf-8", "replace")
+        source = Source(name, "\n" * line_offset + shown)
         span = Span.point(line, exc.colno)
         raise BundleError([Diagnostic("B001", f"invalid JSON: {exc.msg}", span, file=name,
                                       hint="a bundle is one JSON object (a .jsonl file: one per line)")],
                           source) from None
     except RecursionError:
         raise BundleError([Diagnostic("B001", "invalid JSON: nested too deeply", file=name)]) from None
+    except UnicodeDecodeError:  # bytes that are not UTF-8 (check_many takes bytes)
+        raise BundleError([Diagnostic("B001", "invalid JSON: not UTF-8 text", file=name)]) from None
 
 
 def _shape_problems(bundle: Any) -> Iterator[tuple[str, str, str | None]]:
@@ -116,6 +133,60 @@ def validate_bundle(bundle: Any, name: str, properties: frozenset[str] | None = 
         raise BundleError([Diagnostic("B002", f"{path}: {problem}", hint=hint, file=name)
                            for path, problem, hint in problems])
     return bundle
+
+
+# Top-level fields the one-pass check reads itself, with the exact types a decoded JSON
+# bundle holds when they keep the rules; a bundle with candidates or samples goes to the
+# full validator.
+_PLAIN_FIELD_TYPES = {"rubric": (str,), "prompt": (str,), "model": (str,), "output": (str, type(None)),
+                      "meta": (dict,), "evidence": (list,)}
+_FULL_CHECK_FIELDS = frozenset(("candidates", "samples"))
+
+
+def evidence_rows(bundle: Any, name: str, properties: frozenset[str]) -> tuple[list[Row], bool]:
+    """The bundle's evidence rows and whether any item names a property, when the bundle keeps
+    the bundle rules; else BundleError listing every break.
+
+    Well-formed bundles are checked and turned into rows in one pass over the items; only
+    when that pass meets something unusual does the full validator run, to say exactly
+    what is wrong and where (or to accept what the quick pass was too strict about).
+    """
+    plain = _plain_rows(bundle, properties)
+    if plain is not None:
+        return plain
+    validate_bundle(bundle, name, properties)
+    rows = rows_of(bundle.get("evidence", ()))
+    return rows, any(row[3] is not None for row in rows)
+
+
+def _plain_rows(bundle: Any, properties: frozenset[str]) -> tuple[list[Row], bool] | None:
+    """Rows (and whether any item names a property) of a bundle whose fields all hold the
+    exact types the rules ask for; else None."""
+    if type(bundle) is not dict:
+        return None
+    for key, value in bundle.items():
+        allowed = _PLAIN_FIELD_TYPES.get(key)
+        if allowed is not None and type(value) not in allowed or key in _FULL_CHECK_FIELDS:
+            return None
+    rows: list[Row] = []
+    append = rows.append
+    scoped = False
+    try:
+        for item in bundle.get("evidence", ()):
+            kind, label = item["kind"], item["source_label"]
+            if type(kind) is not str or type(label) is not str or type(item["detail"]) is not str:
+                return None
+            if "property" in item:
+                offered_to = item["property"]
+                if type(offered_to) is not str or offered_to not in properties:
+                    return None
+                append((kind, label, item, offered_to))
+                scoped = True
+            else:
+                append((kind, label, item, None))
+    except (KeyError, TypeError):  # an item that is not an object, or lacks a field
+        return None
+    return rows, scoped
 
 
 def _property_problems(bundle: dict, names: frozenset[str]) -> Iterator[tuple[str, str, str | None]]:

@@ -2,30 +2,34 @@
 
 A property becomes a lookup table from evidence kind to exclusion reason, so checking an
 item is one dict lookup (and one set lookup for admitted kinds) instead of a walk over the
-IR. Compiled objects pickle by recompiling from their IR, so they can cross processes.
+IR.
+
+Compiled objects pickle by their IR, so they can cross processes. Unpickling a rubric that
+this process already holds (same IR, same origin) gives the one already held, and
+properties and exclusions pickle as references into their rubric: reports sent back from a
+worker process share the receiver's compiled objects and their precomputed pieces.
 """
 
 from __future__ import annotations
 
+import hashlib
+import weakref
 from typing import Iterable
 
 from admiss import ir
+from admiss.collector import collector_paused
 
 FORBIDDEN, INADMISSIBLE, SHORTCUT = "forbidden", "inadmissible", "shortcut-rejected"
 ADMITTED_RATIONALE = "At least one admissible source supports the property."
 MISSING_RATIONALE = "No admissible evidence supports this property."
 DEFAULT_YES_RATIONALE = "No admissible evidence supports this property; DEFAULT yes accepts it anyway."
-
-# Marks an admitted kind in the lookup table: admitted unless its label is a shortcut.
-_ADMIT = None
+# Each rationale a property result can give, and the verdict it goes with (renderers
+# precompute the lines that follow from them).
+VERDICT_OF_RATIONALE = {ADMITTED_RATIONALE: "yes", DEFAULT_YES_RATIONALE: "yes", MISSING_RATIONALE: "no"}
 
 
 def _unique(refs: Iterable[ir.Ref]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(r.value for r in refs))
-
-
-def _clause(keyword: str, value: str | None, span) -> dict:
-    return {"keyword": keyword, "value": value, "line": span.line, "column": span.column}
 
 
 def _first_spans(refs: Iterable[ir.Ref]) -> dict[str, object]:
@@ -35,63 +39,99 @@ def _first_spans(refs: Iterable[ir.Ref]) -> dict[str, object]:
     return spans
 
 
+class Exclusion:
+    """Why an item is excluded and the rubric clause that says so, with where it was written.
+
+    One per (property, reason, kind or label), made at compile time, so checking an item
+    only picks one. Renderers copy ``clause``, and keep their precomputed pieces of the
+    report entry in ``renderings``.
+    """
+
+    __slots__ = ("owner", "reason", "clause", "renderings")
+
+    def __init__(self, owner: "CompiledProperty", reason: str, keyword: str, value: str | None, span):
+        self.owner = owner
+        self.reason = reason
+        self.clause = {"keyword": keyword, "value": value, "line": span.line, "column": span.column}
+        self.renderings: dict[str, object] = {}
+
+    def __reduce__(self):
+        return (_exclusion_in, (self.owner, self.reason, self.clause["value"]))
+
+
+def _exclusion_in(prop: "CompiledProperty", reason: str, value: str | None) -> Exclusion:
+    if reason == FORBIDDEN:
+        return prop._table[value]
+    return prop._shortcuts[value] if reason == SHORTCUT else prop._inadmissible
+
+
+# An evidence row, as bundle validation hands items to the checkers: (kind, source_label,
+# item, the property it names or None).
+Row = tuple
+
+
+def rows_of(items: Iterable[dict]) -> list[Row]:
+    """Evidence rows for items already known to keep the bundle rules."""
+    return [(item["kind"], item["source_label"], item, item.get("property")) for item in items]
+
+
+def offered(rows: list[Row], name: str) -> list[Row]:
+    """The rows offered to property ``name``: those naming it, and those naming none."""
+    return [row for row in rows if row[3] is None or row[3] == name]
+
+
 class CompiledProperty:
-    """One property, ready to classify evidence items."""
+    """One property, ready to classify evidence rows."""
 
     __slots__ = (
-        "name", "display_name", "admissible", "forbidden", "shortcut_rejections", "default",
-        "_table", "_shortcuts", "_clauses", "_inadmissible_clause",
+        "owner", "index", "name", "display_name", "admissible", "forbidden", "shortcut_rejections", "default",
+        "_table", "_shortcuts", "_inadmissible", "renderings",
     )
 
-    def __init__(self, prop: ir.Property):
+    def __init__(self, prop: ir.Property, owner: "CompiledRubric", index: int):
+        self.owner = owner
+        self.index = index
         self.name = prop.name
         self.display_name = prop.display_name
         self.admissible = _unique(prop.admit)
         self.forbidden = _unique(prop.forbid)
         self.shortcut_rejections = _unique(prop.shortcuts)
         self.default = prop.default.value
-        # FORBID overrides ADMIT, so forbidden kinds are written into the table last.
-        table: dict[str, str | None] = {kind: _ADMIT for kind in self.admissible}
-        table.update({kind: FORBIDDEN for kind in self.forbidden})
+        # kind -> None (admitted unless its label is a shortcut) or its Exclusion. FORBID
+        # overrides ADMIT, so forbidden kinds are written into the table last.
+        table: dict[str, Exclusion | None] = dict.fromkeys(self.admissible)
+        table.update({k: Exclusion(self, FORBIDDEN, "FORBID", k, s) for k, s in _first_spans(prop.forbid).items()})
         self._table = table
-        self._shortcuts = frozenset(self.shortcut_rejections)
-        forbid_spans = _first_spans(prop.forbid)
-        shortcut_spans = _first_spans(prop.shortcuts)
-        self._clauses = {
-            **{(FORBIDDEN, k): _clause("FORBID", k, s) for k, s in forbid_spans.items()},
-            **{(SHORTCUT, v): _clause("REJECT SHORTCUT", v, s) for v, s in shortcut_spans.items()},
-        }
-        self._inadmissible_clause = _clause("ADMIT", None, prop.admit_span)
+        self._shortcuts = {v: Exclusion(self, SHORTCUT, "REJECT SHORTCUT", v, s)
+                           for v, s in _first_spans(prop.shortcuts).items()}
+        self._inadmissible = Exclusion(self, INADMISSIBLE, "ADMIT", None, prop.admit_span)
+        # Renderers keep precomputed pieces of this property's report here, made on first use.
+        self.renderings: dict[str, object] = {}
 
-    def clause(self, reason: str, kind: str, source_label: str) -> dict:
-        """The rubric clause that excluded an item, with where it was written."""
-        if reason == FORBIDDEN:
-            return self._clauses[(FORBIDDEN, kind)]
-        if reason == SHORTCUT:
-            return self._clauses[(SHORTCUT, source_label)]
-        return self._inadmissible_clause
+    def __reduce__(self):
+        return (_property_in, (self.owner, self.index))
 
-    def check(self, items: Iterable[dict]) -> "PropertyResult":
-        table, shortcuts = self._table, self._shortcuts
+    def check(self, rows: Iterable[Row]) -> "PropertyResult":
+        table_get, shortcut_get, inadmissible = self._table.get, self._shortcuts.get, self._inadmissible
         admitted: list[str] = []
-        excluded: list[tuple[dict, str]] = []
-        for item in items:
-            reason = table.get(item["kind"], INADMISSIBLE)
-            if reason is _ADMIT:
-                if item["source_label"] not in shortcuts:
+        excluded: list[tuple[dict, Exclusion]] = []
+        for kind, label, item, _ in rows:
+            exclusion = table_get(kind, inadmissible)
+            if exclusion is None:
+                exclusion = shortcut_get(label)
+                if exclusion is None:
                     admitted.append(item["detail"])
                     continue
-                reason = SHORTCUT
-            excluded.append((item, reason))
+            excluded.append((item, exclusion))
         return PropertyResult(self, admitted, excluded)
 
 
 class PropertyResult:
-    """What checking one property found: admitted details, excluded items, the verdict."""
+    """What checking one property found: admitted details, (item, Exclusion) pairs, the verdict."""
 
     __slots__ = ("prop", "evidence", "excluded", "verdict", "rationale")
 
-    def __init__(self, prop: CompiledProperty, evidence: list[str], excluded: list[tuple[dict, str]]):
+    def __init__(self, prop: CompiledProperty, evidence: list[str], excluded: list[tuple[dict, Exclusion]]):
         self.prop = prop
         self.evidence = evidence
         self.excluded = excluded
@@ -103,9 +143,8 @@ class PropertyResult:
             self.verdict, self.rationale = "no", MISSING_RATIONALE
 
 
-def offered(items: list[dict], name: str) -> list[dict]:
-    """The items offered to property ``name``: those naming it, and those naming none."""
-    return [item for item in items if item.get("property", name) == name]
+def _property_in(rubric: "CompiledRubric", index: int) -> CompiledProperty:
+    return rubric.properties[index]
 
 
 class CompiledRubric:
@@ -116,13 +155,36 @@ class CompiledRubric:
         # Where the rubric was loaded from: relative paths in gates resolve against it.
         self.origin = origin
         self.name = rubric.name
-        self.properties = tuple(CompiledProperty(p) for p in rubric.properties)
+        self.properties = tuple(CompiledProperty(p, self, i) for i, p in enumerate(rubric.properties))
         self.property_names = frozenset(p.name for p in self.properties)
+        self._digest: str | None = None
+
+    def digest(self) -> str:
+        """A hash of the IR, positions included (made on first use: pickling needs it)."""
+        if self._digest is None:
+            self._digest = hashlib.sha256(ir.to_json(self.ir).encode("utf-8")).hexdigest()
+            _HELD.setdefault((self._digest, self.origin), self)
+        return self._digest
 
     def __reduce__(self):
-        return (CompiledRubric, (self.ir, self.origin))
+        return (_rubric_in, (self.ir, self.origin, self.digest()))
+
+
+# The compiled rubrics this process holds, by (IR digest, origin), so unpickling one of them
+# gives it back instead of a copy.
+_HELD: "weakref.WeakValueDictionary[tuple[str, str | None], CompiledRubric]" = weakref.WeakValueDictionary()
+
+
+def _rubric_in(rubric: ir.Rubric, origin: str | None, digest: str) -> CompiledRubric:
+    held = _HELD.get((digest, origin))
+    if held is None:
+        held = CompiledRubric(rubric, origin)
+        held._digest = digest
+        _HELD[(digest, origin)] = held
+    return held
 
 
 def compile_ir(rubric: ir.Rubric, origin: str | None = None) -> CompiledRubric:
     """Checkers for an analysed IR (compile_ir trusts analysis to have passed)."""
-    return CompiledRubric(rubric, origin)
+    with collector_paused():
+        return CompiledRubric(rubric, origin)

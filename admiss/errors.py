@@ -62,6 +62,10 @@ class AdmissError(Exception):
         self.source = source
         super().__init__(self.render())
 
+    def __reduce__(self):
+        # Errors cross processes with batch work; rebuild from the diagnostics, not the text.
+        return (type(self), (self.diagnostics, self.source))
+
     def render(self) -> str:
         return "\n".join(d.render(self.source) for d in self.diagnostics)
 

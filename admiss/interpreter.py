@@ -6,13 +6,17 @@ their error budgets, the event loop and the provider clients.
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from admiss.bundle import rung_problems, validate_bundle
+from admiss.bundle import evidence_rows, rung_problems
 from admiss.compiler import CompiledRubric, PropertyResult, offered
 from admiss.errors import input_error
+from admiss.report.json import report_dict
+from admiss.report.text import report_text
+
+if TYPE_CHECKING:
+    import asyncio
 
 
 class CheckReport:
@@ -25,20 +29,16 @@ class CheckReport:
         self.rubric = rubric
         self.bundle_name = bundle_name
         self.properties = properties
-        self.missing_evidence_count = sum(1 for r in properties if r.verdict == "no")
+        self.missing_evidence_count = [r.verdict for r in properties].count("no")
         self.aggregate = "pass" if self.missing_evidence_count == 0 else "fail"
         self.chain = chain
         # With a CHAIN the chain decides; without one, the properties' aggregate does.
         self.verdict = self.aggregate if chain is None else chain.verdict
 
     def to_dict(self) -> dict[str, Any]:
-        from admiss.report.json import report_dict
-
         return report_dict(self)
 
     def to_text(self) -> str:
-        from admiss.report.text import report_text
-
         return report_text(self)
 
 
@@ -94,6 +94,8 @@ class Runtime:
     def event_loop(self) -> asyncio.AbstractEventLoop:
         # One loop for the whole run, so provider clients keep their connections.
         if self._loop is None:
+            import asyncio  # only gate chains need it, and it is slow to import
+
             self._loop = asyncio.new_event_loop()
         return self._loop
 
@@ -113,10 +115,8 @@ def check_bundle(rubric: CompiledRubric, bundle: Any, bundle_name: str | None = 
                  runtime: Runtime | None = None, chain: str | None = None) -> CheckReport:
     """Check ``bundle`` (a decoded JSON value) against ``rubric``; BundleError if it is malformed."""
     name = bundle_name or "<bundle>"
-    validate_bundle(bundle, name, rubric.property_names)
-    items = bundle.get("evidence", [])
-    scoped = any("property" in item for item in items)
-    results = [prop.check(offered(items, prop.name) if scoped else items) for prop in rubric.properties]
+    rows, scoped = evidence_rows(bundle, name, rubric.property_names)
+    results = [prop.check(offered(rows, prop.name) if scoped else rows) for prop in rubric.properties]
     if not rubric.ir.chains:
         return CheckReport(rubric, bundle_name, results)
     runtime = runtime or Runtime(rubric)

@@ -6,7 +6,9 @@ import json
 import os
 import sys
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from benchmarks import admiss_probe, datagen
 from benchmarks.settings import Settings
@@ -27,6 +29,20 @@ def small_bundle() -> dict:
     }
 
 
+@contextmanager
+def private_ir_cache(folder: Path) -> Iterator[None]:
+    """admiss's compiled-IR cache in ``folder`` for the block, so "first run" means uncached."""
+    before = os.environ.get("ADMISS_CACHE_DIR")
+    os.environ["ADMISS_CACHE_DIR"] = str(folder)
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["ADMISS_CACHE_DIR"]
+        else:
+            os.environ["ADMISS_CACHE_DIR"] = before
+
+
 def interleaved_timings(commands: dict[str, tuple[str, ...]], repeats: int) -> dict[str, Timing]:
     """Seconds per run of each command, taking turns so that noise hits them alike."""
     samples: dict[str, list[float]] = {name: [] for name in commands}
@@ -39,7 +55,7 @@ def interleaved_timings(commands: dict[str, tuple[str, ...]], repeats: int) -> d
 def run(settings: Settings) -> None:
     print_section("startup: admiss check on one small bundle vs python -c 'import typer, lark, attrs'")
     commands = {"python -c 'pass'": BARE_INTERPRETER, "python -c 'import typer, lark, attrs'": IMPORTS_ONLY}
-    with tempfile.TemporaryDirectory(prefix="admiss-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="admiss-bench-") as tmp, private_ir_cache(Path(tmp) / "cache"):
         folder = Path(tmp)
         rubric, bundle = folder / "startup.rubric", folder / "bundle.json"
         # A title unique to this run, so the first run below finds no cached compilation.

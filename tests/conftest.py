@@ -1,3 +1,4 @@
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -5,6 +6,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_ir_cache(tmp_path_factory):
+    """Compiled-IR cache files of this test run (and of the CLI runs it starts) go to a
+    folder of its own, never into the user's cache."""
+    os.environ["ADMISS_CACHE_DIR"] = str(tmp_path_factory.mktemp("ir-cache"))
 
 
 class Ran:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from admiss import ir
-from admiss.compiler import offered
+from admiss.compiler import offered, rows_of
 from admiss.gates.base import FAIL, PASS, Candidate, GateCheck, GateContext, GateResult
 
 
@@ -12,7 +12,8 @@ def build(gate: ir.Gate, ctx: GateContext) -> GateCheck:
     properties = [ctx.properties[name] for name in names]
 
     def run(candidate: Candidate) -> GateResult:
-        results = [p.check(offered(candidate.evidence, p.name)) for p in properties]
+        rows = rows_of(candidate.evidence)
+        results = [p.check(offered(rows, p.name)) for p in properties]
         missing = [r.prop.name for r in results if r.verdict == "no"]
         verdict = FAIL if missing else PASS
         reason = f"no admissible evidence for: {', '.join(missing)}" if missing else \

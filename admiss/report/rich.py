@@ -45,10 +45,10 @@ def _evidence_table(result: "PropertyResult") -> Table:
     table.add_column("clause", style="dim")
     for detail in result.evidence:
         table.add_row(detail, Text("admitted", style="green"), "")
-    for item, reason in result.excluded:
-        clause = result.prop.clause(reason, item["kind"], item["source_label"])
+    for item, exclusion in result.excluded:
+        clause = exclusion.clause
         where = f"line {clause['line']}: {clause['keyword']} {clause['value'] or ''}".rstrip()
-        table.add_row(item["detail"], Text(reason, style="red"), where)
+        table.add_row(item["detail"], Text(exclusion.reason, style="red"), where)
     if not result.evidence and not result.excluded:
         table.add_row(Text("no evidence offered", style="dim"), "", "")
     return table
@@ -92,3 +92,30 @@ def print_report(report: "CheckReport", console: Console | None = None) -> None:
             "served: ", chain.served or Text("none (exhausted)", style="bold red"),
             f"   model spend ${chain.model_cost_usd:.6f}   gate spend ${chain.gate_cost_usd:.6f}   verdict: ",
             _verdict(report.verdict)))
+
+
+class BatchProgress:
+    """A progress line on stderr for a long batch: bundles checked so far, by outcome."""
+
+    def __init__(self):
+        from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        self._progress = Progress(
+            SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+            console=Console(stderr=True), transient=False,
+        )
+        # The number of bundles is not known before the files are read, so the bar pulses.
+        self._task = self._progress.add_task(self._description({"pass": 0, "fail": 0, "error": 0}), total=None)
+        self._progress.start()
+
+    @staticmethod
+    def _description(counts: dict[str, int]) -> str:
+        done = sum(counts.values())
+        return (f"{done} checked: [green]{counts['pass']} pass[/] · [red]{counts['fail']} fail[/] · "
+                f"[yellow]{counts['error']} error[/]")
+
+    def show(self, counts: dict[str, int]) -> None:
+        self._progress.update(self._task, description=self._description(counts))
+
+    def stop(self) -> None:
+        self._progress.stop()

@@ -9,27 +9,45 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from admiss.compiler import VERDICT_OF_RATIONALE
+
 if TYPE_CHECKING:
     from admiss.cascade import ChainResult, GateRecord
-    from admiss.compiler import PropertyResult
+    from admiss.compiler import CompiledProperty, PropertyResult
     from admiss.interpreter import CheckReport
 
 
-def property_lines(result: "PropertyResult") -> list[str]:
-    prop = result.prop
-    excluded = "; ".join(f"{item['detail']} ({reason})" for item, reason in result.excluded)
-    return [
-        f"property: {prop.display_name}",
-        f"admissible: {', '.join(prop.admissible)}",
-        f"forbidden: {', '.join(prop.forbidden)}",
-        f"shortcut_rejections: {', '.join(prop.shortcut_rejections)}",
-        # The seed prints the Python list itself, quotes and brackets included.
-        f"evidence: {result.evidence}",
-        f"excluded: {excluded}",
-        f"rationale: {result.rationale}",
-        f"default_verdict: {prop.default}",
-        f"verdict: {result.verdict}",
-    ]
+class _PropertyText:
+    """The lines of a property's text block that do not depend on the bundle, made once."""
+
+    __slots__ = ("head", "tails")
+
+    def __init__(self, prop: "CompiledProperty"):
+        self.head = "\n".join([
+            f"property: {prop.display_name}",
+            f"admissible: {', '.join(prop.admissible)}",
+            f"forbidden: {', '.join(prop.forbidden)}",
+            f"shortcut_rejections: {', '.join(prop.shortcut_rejections)}",
+            "evidence: ",
+        ])
+        self.tails = {
+            rationale: f"\nrationale: {rationale}\ndefault_verdict: {prop.default}\nverdict: {verdict}"
+            for rationale, verdict in VERDICT_OF_RATIONALE.items()
+        }
+
+
+def _property_text(prop: "CompiledProperty") -> _PropertyText:
+    parts = prop.renderings.get("text")
+    if parts is None:
+        parts = prop.renderings["text"] = _PropertyText(prop)
+    return parts
+
+
+def property_block(result: "PropertyResult") -> str:
+    """One property's lines; the seed prints the evidence list as Python's repr of it."""
+    parts = _property_text(result.prop)
+    excluded = "; ".join([f"{item['detail']} ({exclusion.reason})" for item, exclusion in result.excluded])
+    return f"{parts.head}{result.evidence!r}\nexcluded: {excluded}{parts.tails[result.rationale]}"
 
 
 def _gate_line(record: "GateRecord") -> str:
@@ -54,7 +72,7 @@ def chain_lines(chain: "ChainResult") -> list[str]:
 
 
 def report_text(report: "CheckReport") -> str:
-    blocks = ["\n".join(property_lines(r)) for r in report.properties]
+    blocks = [property_block(r) for r in report.properties]
     tail = f"aggregate: {report.aggregate}\nmissing_evidence_count: {report.missing_evidence_count}"
     text = "\n\n".join(blocks) + "\n" + tail if blocks else tail
     if report.chain is None:

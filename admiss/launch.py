@@ -1,0 +1,99 @@
+"""The ``admiss`` command's entry point, with a fast path for ``admiss check``.
+
+typer 0.29 imports pydantic to convert a command's arguments, which costs more than admiss
+spends loading a cached rubric and checking a bundle. So the common ``admiss check``
+command lines (options this parser knows, with values it can take as they are, and bundle
+paths) are parsed here without loading typer. Anything else (--help, an unknown or
+repeated option, a value typer would reject or convert, another command) goes to the typer
+app in cli.py, which prints the same help and the same errors as ever.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+# Long and short spellings of check's options that take a value, by CheckOptions field.
+_VALUE_OPTIONS = {"--rubric": "rubric", "-r": "rubric", "--format": "fmt", "-f": "fmt", "--chain": "chain",
+                  "--config": "config", "--jobs": "jobs", "-j": "jobs"}
+_FLAG_OPTIONS = {"--fail-fast": "fail_fast"}
+_FORMATS = ("text", "json", "rich")
+
+
+def quick_check_arguments(argv: list[str]):
+    """(bundle paths, CheckOptions) for a plain ``check`` command line, else None (typer's turn)."""
+    if not argv or argv[0] != "check":
+        return None
+    given: dict[str, object] = {}
+    paths: list[str] = []
+    args = iter(argv[1:])
+    for arg in args:
+        if arg == "--":
+            paths.extend(args)
+            break
+        if arg == "-" or not arg.startswith("-"):
+            paths.append(arg)
+            continue
+        name, _, attached = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        field = _VALUE_OPTIONS.get(name) or _FLAG_OPTIONS.get(name)
+        if field is None or field in given:
+            return None
+        if name in _FLAG_OPTIONS:
+            if attached:
+                return None
+            given[field] = True
+            continue
+        value = attached if "=" in arg else next(args, None)
+        if not _plain_value(field, value):
+            return None
+        given[field] = value
+    if not paths or "" in paths:
+        return None
+    return [Path(p) for p in paths], _options(given)
+
+
+def _plain_value(field: str, value: str | None) -> bool:
+    """Whether typer would take ``value`` for ``field`` unchanged (else let typer judge it)."""
+    if not value or value.startswith("-"):
+        return False
+    if field == "fmt":
+        return value in _FORMATS
+    if field == "jobs":
+        return value.isascii() and value.isdigit() and int(value) >= 1
+    return True
+
+
+def _options(given: dict[str, object]):
+    from admiss.runner import CheckOptions
+
+    fmt = given.get("fmt") or ("rich" if sys.stdout.isatty() else "text")
+    return CheckOptions(
+        rubric=Path(given["rubric"]) if "rubric" in given else None,
+        fmt=fmt,
+        chain=given.get("chain"),
+        config=Path(given["config"]) if "config" in given else None,
+        jobs=int(given.get("jobs", 1)),
+        fail_fast=bool(given.get("fail_fast", False)),
+    )
+
+
+def main() -> None:
+    parsed = quick_check_arguments(sys.argv[1:])
+    if parsed is None:
+        from admiss.cli import main as typer_main
+
+        typer_main()
+        return
+    from admiss.runner import run_check
+
+    try:
+        code = run_check(*parsed)
+    except BrokenPipeError:
+        # As click does: the reader has gone; stop writing, quietly.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 1
+    except KeyboardInterrupt:
+        sys.stderr.write("\nAborted!\n")  # click's words on Ctrl-C
+        code = 1
+    sys.exit(code)

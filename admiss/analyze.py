@@ -19,16 +19,8 @@ _GATE_OPTIONS: dict[str, tuple[set[str], set[str]]] = {
     "judge": ({"model", "rubric", "threshold"}, {"model", "rubric"}),
     "consistency": ({"k", "threshold"}, {"k"}),
 }
-_OPTION_WORDS = {
-    "file": "FILE",
-    "cmd": "CMD",
-    "timeout_s": "TIMEOUT",
-    "model": "MODEL",
-    "threshold": "THRESHOLD",
-    "rubric": "RUBRIC",
-    "k": "K",
-    "properties": "a property list",
-}
+# The options that belong to particular gate kinds (ON ABSTAIN and BUDGET fit every kind).
+_KIND_OPTIONS = ("file", "cmd", "timeout_s", "model", "threshold", "rubric", "k", "properties")
 
 
 class _Analysis:
@@ -96,10 +88,10 @@ class _Analysis:
         allowed, required = _GATE_OPTIONS[gate.kind]
         for option in _given_options(gate):
             if option not in allowed | _COMMON_OPTIONS:
-                self.error("E109", f"{_OPTION_WORDS[option]} does not apply to a {gate.kind} gate",
+                self.error("E109", f"{ir.OPTION_KEYWORDS[option]} does not apply to a {gate.kind} gate",
                            gate.span_of(option), hint=_takes(gate.kind, allowed))
         for option in sorted(required - set(_given_options(gate))):
-            self.error("E110", f"{gate.kind} gate needs {_OPTION_WORDS[option]}", gate.span,
+            self.error("E110", f"{gate.kind} gate needs {ir.OPTION_KEYWORDS[option]}", gate.span,
                        hint=_takes(gate.kind, allowed))
         if gate.on_abstain not in ir.ABSTAIN_POLICIES:
             self.error("E111", f"unknown ON ABSTAIN policy '{gate.on_abstain}'", gate.value_span_of("on_abstain"),
@@ -121,7 +113,7 @@ class _Analysis:
 
 
 def _given_options(gate: ir.Gate) -> Iterator[str]:
-    for option in _OPTION_WORDS:
+    for option in _KIND_OPTIONS:
         # Only the property list defaults to empty; every other option defaults to None.
         if getattr(gate, option) not in (None, ()) or (option == "cmd" and gate.cmd is not None):
             yield option
@@ -130,7 +122,7 @@ def _given_options(gate: ir.Gate) -> Iterator[str]:
 def _takes(kind: str, allowed: set[str]) -> str:
     if not allowed:
         return f"a {kind} gate takes only ON ABSTAIN and BUDGET"
-    return f"a {kind} gate takes " + ", ".join(sorted(_OPTION_WORDS[o] for o in allowed))
+    return f"a {kind} gate takes " + ", ".join(sorted(ir.OPTION_KEYWORDS[o] for o in allowed))
 
 
 def _number_problems(gate: ir.Gate) -> Iterator[tuple[str, str]]:

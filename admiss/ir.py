@@ -32,6 +32,20 @@ GATE_KINDS = ("non_empty", "json_valid", "schema", "admissibility", "subprocess"
 ABSTAIN_POLICIES = ("fail_open", "fail_closed")
 VERDICTS = ("yes", "no")
 
+# How each Gate option field is written in the source, for messages.
+OPTION_KEYWORDS = {
+    "properties": "a property list",
+    "on_abstain": "ON ABSTAIN",
+    "file": "FILE",
+    "cmd": "CMD",
+    "timeout_s": "TIMEOUT",
+    "model": "MODEL",
+    "threshold": "THRESHOLD",
+    "rubric": "RUBRIC",
+    "k": "K",
+    "budget_rate": "BUDGET",
+}
+
 _span_field = attrs.field(default=NO_SPAN, eq=False, repr=False)
 
 

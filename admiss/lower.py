@@ -128,7 +128,7 @@ class _Lowering:
         for option in options:
             pairs = self.option(option)
             if pairs[0][0] in values:
-                self.error("E115", f"{_OPTION_WORDS[pairs[0][0]]} given twice on one GATE", _span(option),
+                self.error("E115", f"{ir.OPTION_KEYWORDS[pairs[0][0]]} given twice on one GATE", _span(option),
                            hint="keep one")
                 continue
             for key, value in pairs:
@@ -174,20 +174,6 @@ def _number(token: Token) -> int | float:
 
 
 _STRING_OPTIONS = {"file": "file", "model": "model", "judge_rubric": "rubric"}
-_OPTION_WORDS = {
-    "properties": "the property list",
-    "on_abstain": "ON ABSTAIN",
-    "file": "FILE",
-    "cmd": "CMD",
-    "timeout_s": "TIMEOUT",
-    "model": "MODEL",
-    "threshold": "THRESHOLD",
-    "rubric": "RUBRIC",
-    "k": "K",
-    "budget_rate": "BUDGET",
-}
-
-
 def lower(tree: Tree, file: str, default_name: str) -> tuple[ir.Rubric, list[Diagnostic]]:
     """The IR for a parse tree, and the structural problems found on the way."""
     lowering = _Lowering(file)

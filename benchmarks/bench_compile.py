@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import gc
-from contextlib import contextmanager
-from typing import Iterator
+import contextlib
 
 from benchmarks import admiss_probe, datagen
 from benchmarks.settings import Settings
@@ -14,19 +12,6 @@ from benchmarks.timing import Timing, time_once_each
 TARGET_1K_SECONDS = 1.0
 # Per-property time at the largest size over the smallest; 1.0 is exactly linear.
 LINEAR_TOLERANCE = 1.3
-
-
-@contextmanager
-def garbage_collection(enabled: bool) -> Iterator[None]:
-    """Run the block with the cyclic GC on or off, restoring it after."""
-    was_enabled = gc.isenabled()
-    if not enabled:
-        gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def compile_timing(size: int, repeats: int, collect: bool = True) -> Timing:
@@ -39,7 +24,9 @@ def compile_timing(size: int, repeats: int, collect: bool = True) -> Timing:
     props = datagen.properties(size)
     sources = [datagen.rubric_source(props, "generated", f"generated rubric, {size} properties, repeat {k}, gc {collect}") for k in range(repeats)]
     compile_source = admiss_probe.api().compile_source
-    with garbage_collection(collect):
+    from admiss.collector import collector_paused
+
+    with contextlib.nullcontext() if collect else collector_paused():
         return time_once_each([lambda text=text: compile_source(text, name="generated") for text in sources])
 
 

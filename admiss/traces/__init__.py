@@ -1,0 +1,1 @@
+"""Agent traces: one reader module per format, all reading into ``steps.Trace``."""

@@ -119,3 +119,79 @@ class BatchProgress:
 
     def stop(self) -> None:
         self._progress.stop()
+
+
+# ---------------------------------------------------------------- admiss savings
+
+
+def _usd(value: float) -> str:
+    return f"${value:,.6f}"
+
+
+def _percent(share: float | None) -> str:
+    return "—" if share is None else f"{share:.1%}"
+
+
+def _savings_summary(data: dict) -> Table:
+    counts = data["top_rung_cost"]
+    table = Table(title="savings", title_justify="left", show_header=False)
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    table.add_column(style="dim")
+    table.add_row("requests", str(data["requests"]), f"{data['served']} served, {data['exhausted']} exhausted")
+    table.add_row("escalation rate", _percent(data["escalation_rate"]),
+                  f"{data['escalated']} of {data['requests']} escalated")
+    table.add_row("model spend", _usd(data["model_cost_usd"]), "")
+    table.add_row("gate spend", _usd(data["gate_cost_usd"]), "")
+    table.add_row("top-rung cost", _usd(data["top_rung_cost_usd"]),
+                  f"{counts['actual']} actual, {counts['estimated']} estimated, {counts['unpriced']} unpriced")
+    table.add_row("gross saving", _usd(data["gross_saving_usd"]), "before gate spend")
+    net = Text(_usd(data["net_saving_usd"]), style="bold green" if data["net_saving_usd"] >= 0 else "bold red")
+    table.add_row("net saving", net, f"{_percent(data['net_saving_share'])} of the top-rung cost")
+    return table
+
+
+def _savings_by_chain(data: dict) -> Table:
+    table = Table(title="by chain", title_justify="left")
+    for column in ("chain", "requests", "escalated", "model", "gate", "top rung", "net saving"):
+        table.add_column(column, justify="left" if column == "chain" else "right", overflow="fold")
+    for chain in data["chains"]:
+        table.add_row(chain["chain"], str(chain["requests"]), _percent(chain["escalation_rate"]),
+                      _usd(chain["model_cost_usd"]), _usd(chain["gate_cost_usd"]),
+                      _usd(chain["top_rung_cost_usd"]), _usd(chain["net_saving_usd"]))
+    return table
+
+
+def _savings_by_rung(data: dict) -> Table:
+    table = Table(title="by rung", title_justify="left")
+    for column in ("chain", "rung", "reached", "served", "share", "model", "gate"):
+        table.add_column(column, justify="left" if column in ("chain", "rung") else "right", overflow="fold")
+    for chain in data["chains"]:
+        for i, rung in enumerate(chain["rungs"]):
+            table.add_row(chain["chain"] if i == 0 else "", rung["rung"], str(rung["reached"]), str(rung["served"]),
+                          _percent(rung["served_share"]), _usd(rung["model_cost_usd"]), _usd(rung["gate_cost_usd"]),
+                          end_section=i == len(chain["rungs"]) - 1)
+    return table
+
+
+def _savings_by_gate(data: dict) -> Table:
+    table = Table(title="by gate", title_justify="left")
+    for column in ("chain", "rung", "gate", "runs", "pass", "fail", "abstain", "gate $"):
+        table.add_column(column, justify="left" if column in ("chain", "rung", "gate") else "right", overflow="fold")
+    for chain in data["chains"]:
+        rows = [(rung["rung"], gate) for rung in chain["rungs"] for gate in rung["gates"]]
+        for i, (rung, gate) in enumerate(rows):
+            first_of_rung = i == 0 or rows[i - 1][0] != rung
+            table.add_row(chain["chain"] if i == 0 else "", rung if first_of_rung else "", gate["gate"],
+                          str(gate["runs"]), str(gate["pass"]), str(gate["fail"]), str(gate["abstain"]),
+                          _usd(gate["gate_cost_usd"]), end_section=i == len(rows) - 1)
+    return table
+
+
+def print_savings(data: dict, console: Console | None = None) -> None:
+    """The figures of ``admiss.savings.savings`` as four tables, then why any request is unpriced."""
+    console = console or Console()
+    for table in (_savings_summary, _savings_by_chain, _savings_by_rung, _savings_by_gate):
+        console.print(table(data))
+    for note, count in data["unpriced_notes"].items():
+        console.print(Text(f"unpriced ({count}): {note}", style="yellow"))

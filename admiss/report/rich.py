@@ -125,40 +125,43 @@ class BatchProgress:
 
 
 def _usd(value: float) -> str:
-    return f"${value:,.6f}"
+    return f"-${-value:,.6f}" if value < 0 else f"${value:,.6f}"
 
 
 def _percent(share: float | None) -> str:
     return "—" if share is None else f"{share:.1%}"
 
 
+# The summary's rows: (label, how a figures dict shows it).
+_SUMMARY_ROWS = (
+    ("requests", lambda f: str(f["requests"])),
+    ("served", lambda f: str(f["served"])),
+    ("exhausted", lambda f: str(f["exhausted"])),
+    ("escalation rate", lambda f: _percent(f["escalation_rate"])),
+    ("model spend", lambda f: _usd(f["model_cost_usd"])),
+    ("gate spend", lambda f: _usd(f["gate_cost_usd"])),
+    ("top-rung cost", lambda f: _usd(f["top_rung_cost_usd"])),
+    ("  actual", lambda f: str(f["top_rung_cost"]["actual"])),
+    ("  estimated", lambda f: str(f["top_rung_cost"]["estimated"])),
+    ("  unpriced", lambda f: str(f["top_rung_cost"]["unpriced"])),
+    ("gross saving", lambda f: _usd(f["gross_saving_usd"])),
+    ("net saving", lambda f: _usd(f["net_saving_usd"])),
+    ("net saving share", lambda f: _percent(f["net_saving_share"])),
+)
+
+
 def _savings_summary(data: dict) -> Table:
-    counts = data["top_rung_cost"]
-    table = Table(title="savings", title_justify="left", show_header=False)
-    table.add_column(style="bold")
-    table.add_column(justify="right")
-    table.add_column(style="dim")
-    table.add_row("requests", str(data["requests"]), f"{data['served']} served, {data['exhausted']} exhausted")
-    table.add_row("escalation rate", _percent(data["escalation_rate"]),
-                  f"{data['escalated']} of {data['requests']} escalated")
-    table.add_row("model spend", _usd(data["model_cost_usd"]), "")
-    table.add_row("gate spend", _usd(data["gate_cost_usd"]), "")
-    table.add_row("top-rung cost", _usd(data["top_rung_cost_usd"]),
-                  f"{counts['actual']} actual, {counts['estimated']} estimated, {counts['unpriced']} unpriced")
-    table.add_row("gross saving", _usd(data["gross_saving_usd"]), "before gate spend")
-    net = Text(_usd(data["net_saving_usd"]), style="bold green" if data["net_saving_usd"] >= 0 else "bold red")
-    table.add_row("net saving", net, f"{_percent(data['net_saving_share'])} of the top-rung cost")
-    return table
-
-
-def _savings_by_chain(data: dict) -> Table:
-    table = Table(title="by chain", title_justify="left")
-    for column in ("chain", "requests", "escalated", "model", "gate", "top rung", "net saving"):
-        table.add_column(column, justify="left" if column == "chain" else "right", overflow="fold")
-    for chain in data["chains"]:
-        table.add_row(chain["chain"], str(chain["requests"]), _percent(chain["escalation_rate"]),
-                      _usd(chain["model_cost_usd"]), _usd(chain["gate_cost_usd"]),
-                      _usd(chain["top_rung_cost_usd"]), _usd(chain["net_saving_usd"]))
+    """The figures, one column for all requests and, with several chains, one per chain."""
+    chains = data["chains"]
+    columns = [(chains[0]["chain"], data)] if len(chains) == 1 else [("all", data)] + [(c["chain"], c) for c in chains]
+    table = Table(title="savings", title_justify="left")
+    table.add_column("")
+    for name, _ in columns:
+        table.add_column(name, justify="right", overflow="fold")
+    for label, shown in _SUMMARY_ROWS:
+        style = "bold" if label in ("net saving", "top-rung cost") else None
+        table.add_row(label, *(shown(figures) for _, figures in columns), style=style,
+                      end_section=label in ("escalation rate", "gate spend", "  unpriced"))
     return table
 
 
@@ -189,9 +192,9 @@ def _savings_by_gate(data: dict) -> Table:
 
 
 def print_savings(data: dict, console: Console | None = None) -> None:
-    """The figures of ``admiss.savings.savings`` as four tables, then why any request is unpriced."""
+    """The figures of ``admiss.savings.savings`` as three tables, then why any request is unpriced."""
     console = console or Console()
-    for table in (_savings_summary, _savings_by_chain, _savings_by_rung, _savings_by_gate):
+    for table in (_savings_summary, _savings_by_rung, _savings_by_gate):
         console.print(table(data))
     for note, count in data["unpriced_notes"].items():
         console.print(Text(f"unpriced ({count}): {note}", style="yellow"))

@@ -37,7 +37,7 @@ def _percent(share: float | None) -> str:
 
 
 def _bar_chart(chart: str, title: str, rows: list[tuple[str, list[tuple[str, float, str]], str]],
-               scale: float) -> str:
+               scale: float, legend: str = "") -> str:
     """One horizontal bar per row; a row is (label, segments, value text), a segment is
     (series, value, colour), stacked left to right. ``scale`` is the value of a full bar."""
     height = _ROW * len(rows) + 8
@@ -56,7 +56,7 @@ def _bar_chart(chart: str, title: str, rows: list[tuple[str, list[tuple[str, flo
             x += length
         parts.append(f'<text class="value" x="{x + 6:.3f}" y="{y + _BAR - 4}">{escape(shown)}</text>')
     parts.append("</svg>")
-    return f'<figure><figcaption><h2>{escape(title)}</h2></figcaption>{"".join(parts)}</figure>'
+    return f'<figure><figcaption><h2>{escape(title)}</h2></figcaption>{"".join(parts)}{legend}</figure>'
 
 
 def _legend(items: Iterable[tuple[str, str]]) -> str:
@@ -75,7 +75,9 @@ def _cost_chart(data: dict) -> str:
              _usd(data["spend_usd"])),
             ("net saving", [("saving", max(data["net_saving_usd"], 0.0), _SAVING_COLOUR)], _usd(data["net_saving_usd"]))]
     scale = max(data["top_rung_cost_usd"], data["spend_usd"])
-    return _bar_chart("cost", "Cost against the top rung alone", rows, scale)
+    return _bar_chart("cost", "Cost against the top rung alone", rows, scale, _legend(
+        [("top rung alone", _TOP_COLOUR), ("model spend", _MODEL_COLOUR), ("gate spend", _GATE_COLOUR),
+         ("net saving", _SAVING_COLOUR)]))
 
 
 def _rung_spend_chart(data: dict) -> str:
@@ -84,8 +86,8 @@ def _rung_spend_chart(data: dict) -> str:
              _usd(rung["model_cost_usd"] + rung["gate_cost_usd"]))
             for chain in data["chains"] for rung in chain["rungs"]]
     scale = max((r[1][0][1] + r[1][1][1] for r in rows), default=0.0)
-    return _bar_chart("rung-spend", "Spend by rung", rows, scale) + _legend(
-        [("model spend", _MODEL_COLOUR), ("gate spend", _GATE_COLOUR)])
+    return _bar_chart("rung-spend", "Spend by rung", rows, scale, _legend(
+        [("model spend", _MODEL_COLOUR), ("gate spend", _GATE_COLOUR)]))
 
 
 def _gate_spend_chart(data: dict) -> str:

@@ -444,9 +444,9 @@ class Figures:
     gate_cost_usd: float = 0.0
     top_rung_cost_usd: float = 0.0
     # Model and gate spend of the priced requests only: the saving compares like with like.
-    priced_spend_usd: float = 0.0
-    top_cost: dict[str, int] = attrs.field(factory=lambda: {ACTUAL: 0, ESTIMATED: 0, UNPRICED: 0})
     priced_model_cost_usd: float = 0.0
+    priced_gate_cost_usd: float = 0.0
+    top_cost: dict[str, int] = attrs.field(factory=lambda: {ACTUAL: 0, ESTIMATED: 0, UNPRICED: 0})
     unpriced_notes: dict[str, int] = attrs.field(factory=dict)
 
     def add(self, request: Request) -> None:
@@ -463,10 +463,10 @@ class Figures:
             return
         self.top_rung_cost_usd += request.top_cost_usd
         self.priced_model_cost_usd += model
-        self.priced_spend_usd += model + gate
+        self.priced_gate_cost_usd += gate
 
     def to_dict(self) -> dict[str, Any]:
-        net = self.top_rung_cost_usd - self.priced_spend_usd
+        net = self.top_rung_cost_usd - self.priced_model_cost_usd - self.priced_gate_cost_usd
         return {
             "requests": self.requests,
             "served": self.served,
@@ -479,6 +479,8 @@ class Figures:
             "top_rung_cost_usd": _usd(self.top_rung_cost_usd),
             "top_rung_cost": dict(self.top_cost),
             "priced_requests": self.top_cost[ACTUAL] + self.top_cost[ESTIMATED],
+            "priced_model_cost_usd": _usd(self.priced_model_cost_usd),
+            "priced_gate_cost_usd": _usd(self.priced_gate_cost_usd),
             "gross_saving_usd": _usd(self.top_rung_cost_usd - self.priced_model_cost_usd),
             "net_saving_usd": _usd(net),
             "net_saving_share": _share(net, self.top_rung_cost_usd),

@@ -71,11 +71,13 @@ def _rung_label(data: dict, chain: dict, name: str) -> str:
 
 def _cost_chart(data: dict) -> str:
     rows = [("top rung alone", [("top", data["top_rung_cost_usd"], _TOP_COLOUR)], _usd(data["top_rung_cost_usd"])),
-            ("spent", [("model", data["model_cost_usd"], _MODEL_COLOUR), ("gate", data["gate_cost_usd"], _GATE_COLOUR)],
-             _usd(data["spend_usd"])),
+            ("spent", [("model", data["priced_model_cost_usd"], _MODEL_COLOUR),
+                       ("gate", data["priced_gate_cost_usd"], _GATE_COLOUR)],
+             _usd(data["priced_model_cost_usd"] + data["priced_gate_cost_usd"])),
             ("net saving", [("saving", max(data["net_saving_usd"], 0.0), _SAVING_COLOUR)], _usd(data["net_saving_usd"]))]
-    scale = max(data["top_rung_cost_usd"], data["spend_usd"])
-    return _bar_chart("cost", "Cost against the top rung alone", rows, scale, _legend(
+    scale = max(data["top_rung_cost_usd"], data["priced_model_cost_usd"] + data["priced_gate_cost_usd"])
+    title = f"Cost against the top rung alone ({data['priced_requests']} priced requests)"
+    return _bar_chart("cost", title, rows, scale, _legend(
         [("top rung alone", _TOP_COLOUR), ("model spend", _MODEL_COLOUR), ("gate spend", _GATE_COLOUR),
          ("net saving", _SAVING_COLOUR)]))
 

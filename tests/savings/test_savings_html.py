@@ -138,8 +138,15 @@ def test_cost_chart_compares_spend_with_the_top_rung(drawn):
     data, measured = drawn
     chart = _chart(measured, "cost")
     top, model, gate, saving = chart["bars"]
-    _proportional([top, model, gate, saving], [data["top_rung_cost_usd"], data["model_cost_usd"],
-                                              data["gate_cost_usd"], max(data["net_saving_usd"], 0.0)])
+    # Like with like: the spend of the requests whose top-rung cost is known (4 of the 6).
+    priced_model = 0.0004 + 0.0130 + 0.0114 + 0.0004
+    priced_gate = 0.002 + 0.001
+    assert data["priced_requests"] == 4
+    assert data["priced_model_cost_usd"] == pytest.approx(priced_model)
+    assert data["priced_gate_cost_usd"] == pytest.approx(priced_gate)
+    _proportional([top, model, gate, saving], [data["top_rung_cost_usd"], priced_model, priced_gate,
+                                              max(data["net_saving_usd"], 0.0)])
+    assert data["net_saving_usd"] == pytest.approx(data["top_rung_cost_usd"] - priced_model - priced_gate)
     assert f"${data['top_rung_cost_usd']:,.6f}" in chart["texts"]
 
 

@@ -154,7 +154,7 @@ def _savings_summary(data: dict) -> Table:
     """The figures, one column for all requests and, with several chains, one per chain."""
     chains = data["chains"]
     columns = [(chains[0]["chain"], data)] if len(chains) == 1 else [("all", data)] + [(c["chain"], c) for c in chains]
-    table = Table(title="savings", title_justify="left")
+    table = Table()
     table.add_column("")
     for name, _ in columns:
         table.add_column(name, justify="right", overflow="fold")
@@ -166,7 +166,7 @@ def _savings_summary(data: dict) -> Table:
 
 
 def _savings_by_rung(data: dict) -> Table:
-    table = Table(title="by rung", title_justify="left")
+    table = Table()
     for column in ("chain", "rung", "reached", "served", "share", "model", "gate"):
         table.add_column(column, justify="left" if column in ("chain", "rung") else "right", overflow="fold")
     for chain in data["chains"]:
@@ -178,7 +178,7 @@ def _savings_by_rung(data: dict) -> Table:
 
 
 def _savings_by_gate(data: dict) -> Table:
-    table = Table(title="by gate", title_justify="left")
+    table = Table()
     for column in ("chain", "rung", "gate", "runs", "pass", "fail", "abstain", "gate $"):
         table.add_column(column, justify="left" if column in ("chain", "rung", "gate") else "right", overflow="fold")
     for chain in data["chains"]:
@@ -194,7 +194,9 @@ def _savings_by_gate(data: dict) -> Table:
 def print_savings(data: dict, console: Console | None = None) -> None:
     """The figures of ``admiss.savings.savings`` as three tables, then why any request is unpriced."""
     console = console or Console()
-    for table in (_savings_summary, _savings_by_rung, _savings_by_gate):
+    # Headings apart from the tables: a table's title is padded with spaces to its width.
+    for heading, table in (("savings", _savings_summary), ("by rung", _savings_by_rung), ("by gate", _savings_by_gate)):
+        console.print(Text(heading, style="bold"))
         console.print(table(data))
     for note, count in data["unpriced_notes"].items():
         console.print(Text(f"unpriced ({count}): {note}", style="yellow"))

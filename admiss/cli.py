@@ -244,17 +244,25 @@ def savings(
 
     from admiss.config import load_config
     from admiss.errors import AdmissError
-    from admiss.savings import read_requests, savings as savings_figures
+    from admiss.savings import Request, requests_of, savings as savings_figures
+
+    problems: list[AdmissError] = []
+
+    def requests(prices) -> Iterator[Request]:
+        for item in requests_of(inputs, prices):
+            if isinstance(item, AdmissError):
+                problems.append(item)
+            else:
+                yield item
 
     try:
-        requests, problems = read_requests(inputs, load_config(config))
+        data = savings_figures(requests(load_config(config)))
     except AdmissError as error:
-        problems = [error]
+        problems.append(error)
     for problem in problems:
         _print_error(problem)
     if problems:
         raise typer.Exit(EXIT_BAD_INPUT)
-    data = savings_figures(requests)
     if html is not None:
         from admiss.report.html import savings_page
 

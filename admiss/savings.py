@@ -23,6 +23,7 @@ from typing import Any, Iterable, Iterator
 
 import attrs
 
+from admiss.bundle import _type_word
 from admiss.config import Config
 from admiss.errors import AdmissError, Diagnostic, InputError
 from admiss.files import reading
@@ -102,13 +103,13 @@ def _field(record: dict, key: str, path: str) -> Any:
 
 def _object(value: Any, path: str) -> dict:
     if not isinstance(value, dict):
-        raise _Bad(path, f"must be an object, not {_json_type(value)}")
+        raise _Bad(path, f"must be an object, not {_type_word(value)}")
     return value
 
 
 def _array(value: Any, path: str) -> list:
     if not isinstance(value, list):
-        raise _Bad(path, f"must be an array, not {_json_type(value)}")
+        raise _Bad(path, f"must be an array, not {_type_word(value)}")
     return value
 
 
@@ -116,7 +117,7 @@ def _string(value: Any, path: str, nullable: bool = False) -> str | None:
     if value is None and nullable:
         return None
     if not isinstance(value, str):
-        raise _Bad(path, f"must be a string{' or null' if nullable else ''}, not {_json_type(value)}")
+        raise _Bad(path, f"must be a string{' or null' if nullable else ''}, not {_type_word(value)}")
     return value
 
 
@@ -134,12 +135,6 @@ def _tokens(value: Any, path: str) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise _Bad(path, f"must be a whole number >= 0 or null, not {json.dumps(value)[:40]}")
     return value
-
-
-def _json_type(value: Any) -> str:
-    words = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "a number",
-             float: "a number", type(None): "null"}
-    return words.get(type(value), type(value).__name__)
 
 
 # ---------------------------------------------------------------- records to requests
@@ -191,7 +186,7 @@ def _top(top: Any, path: str) -> dict:
     return top
 
 
-def request_from_report(record: dict, config: Config) -> Request:
+def request_from_report(record: dict) -> Request:
     """A check report's request. The top rung's price is its candidate's cost as the bundle
     gave it: actual when the top rung ran, an estimate when a lower rung served first,
     unpriced when the bundle gave none (a check report has no token counts)."""
@@ -247,14 +242,14 @@ def _usage(usage: Any) -> list[dict]:
 def request_of(record: Any, config: Config) -> Request:
     """The Request a receipt body or a check report tells; _Bad when it is neither."""
     if not isinstance(record, dict):
-        raise _Bad("$", f"must be a receipt or a check report (an object), not {_json_type(record)}", "E172")
+        raise _Bad("$", f"must be a receipt or a check report (an object), not {_type_word(record)}", "E172")
     if "chain" not in record:
         if "verdict" in record:
             raise _Bad("chain", "missing: this check report has no chain; check the bundles with a rubric "
                        "that has a CHAIN", "E172")
         raise _Bad("$", "neither a receipt (chain, usage, top_rung) nor a check report (chain, verdict)", "E172")
     if "verdict" in record:
-        return request_from_report(record, config)
+        return request_from_report(record)
     return request_from_receipt(record, config)
 
 
@@ -361,29 +356,26 @@ def _record_error(record: Record, bad: _Bad) -> Diagnostic:
     return Diagnostic(bad.code, message, span, file=record.file)
 
 
-def read_requests(paths: Iterable[Path], config: Config) -> tuple[list[Request], list[AdmissError]]:
-    """Every request in ``paths``, and every problem found (up to a limit per file)."""
-    requests: list[Request] = []
-    problems: list[AdmissError] = []
+def requests_of(paths: Iterable[Path], config: Config) -> Iterator[Request | AdmissError]:
+    """Every request in ``paths``, read as a stream, and each problem in its place (up to a
+    limit per file)."""
     for path in paths:
         found = 0
         try:
             for item in records_of(path):
                 if isinstance(item, Record):
                     try:
-                        requests.append(request_of(item.value, config))
+                        yield request_of(item.value, config)
                         continue
                     except _Bad as bad:
                         item = _record_error(item, bad)
-                problems.append(item if isinstance(item, AdmissError) else InputError([item]))
+                yield item if isinstance(item, AdmissError) else InputError([item])
                 found += 1
                 if found >= MAX_ERRORS_PER_FILE:
-                    problems.append(InputError([Diagnostic(
-                        "E174", f"stopped reading after {found} errors", file=str(path))]))
+                    yield InputError([Diagnostic("E174", f"stopped reading after {found} errors", file=str(path))])
                     break
         except AdmissError as error:
-            problems.append(error)
-    return requests, problems
+            yield error
 
 
 # ---------------------------------------------------------------- the figures

@@ -284,3 +284,21 @@ def test_no_receipts_gives_zeros_not_an_error(admiss_cli, tmp_path):
     store = write_store(tmp_path / "empty.db", [])
     data = json.loads(admiss_cli("savings", "--format", "json", store).out)
     assert data["requests"] == 0 and data["escalation_rate"] is None and data["chains"] == []
+
+
+def test_an_html_file_that_cannot_be_written_exits_2_and_prints_nothing(admiss_cli, tmp_path):
+    exported = write_jsonl(tmp_path / "receipts.jsonl", receipts())
+    ran = admiss_cli("savings", "--html", tmp_path / "no" / "such" / "page.html", exported)
+    assert ran.code == 2 and "page.html: E001 cannot write" in ran.err and ran.out == ""
+    _no_traceback(ran)
+
+
+def test_html_is_written_whole_beside_the_figures(admiss_cli, tmp_path):
+    exported = write_jsonl(tmp_path / "receipts.jsonl", receipts())
+    page = tmp_path / "page.html"
+    ran = admiss_cli("savings", "--format", "json", "--html", page, exported)
+    assert ran.code == 0 and json.loads(ran.out)["requests"] == 4
+    text = page.read_text(encoding="utf-8")
+    assert text.startswith("<!DOCTYPE html>") and text.rstrip().endswith("</html>")
+    assert "<script" not in text and "http://" not in text.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".page")] == []  # no temporary file left

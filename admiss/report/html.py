@@ -29,7 +29,7 @@ svg text.value { fill: #444; }
 
 
 def _usd(value: float) -> str:
-    return f"${value:,.6f}"
+    return f"-${-value:,.6f}" if value < 0 else f"${value:,.6f}"
 
 
 def _percent(share: float | None) -> str:
@@ -131,6 +131,17 @@ def _summary_table(data: dict) -> str:
     return f'<table id="summary">{body}</table>' + (f"<ul>{notes}</ul>" if notes else "")
 
 
+def _chain_table(data: dict) -> str:
+    head = "".join(f"<th>{name}</th>" for name in (
+        "chain", "requests", "escalated", "model spend", "gate spend", "top-rung cost", "net saving"))
+    body = "".join(
+        f'<tr><td>{escape(c["chain"])}</td><td>{c["requests"]}</td><td>{_percent(c["escalation_rate"])}</td>'
+        f'<td>{_usd(c["model_cost_usd"])}</td><td>{_usd(c["gate_cost_usd"])}</td>'
+        f'<td>{_usd(c["top_rung_cost_usd"])}</td><td>{_usd(c["net_saving_usd"])}</td></tr>'
+        for c in data["chains"])
+    return f'<h2>By chain</h2><table id="chains"><tr>{head}</tr>{body}</table>'
+
+
 def savings_page(data: dict) -> str:
     """The HTML page of the figures ``admiss.savings.savings`` returns."""
     charts = "".join(chart(data) for chart in (_cost_chart, _rung_spend_chart, _gate_spend_chart, _served_chart))
@@ -138,6 +149,6 @@ def savings_page(data: dict) -> str:
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
         f"<title>admiss savings</title><style>{_STYLE}</style></head><body>"
-        f"<h1>admiss savings</h1>{_summary_table(data)}{charts}"
+        f"<h1>admiss savings</h1>{_summary_table(data)}{_chain_table(data)}{charts}"
         "<p>How each figure is computed: docs/savings.md in admiss.</p></body></html>\n"
     )

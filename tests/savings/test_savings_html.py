@@ -36,7 +36,11 @@ const measured = [...document.querySelectorAll("svg.chart")].map(svg => ({
 }));
 const pre = document.createElement("pre");
 pre.id = "measured";
-pre.textContent = JSON.stringify({charts: measured, bold: document.querySelectorAll("svg b, td b").length});
+pre.textContent = JSON.stringify({
+  charts: measured,
+  bold: document.querySelectorAll("svg b, td b").length,
+  chains: [...document.querySelectorAll("#chains tr")].slice(1).map(row => [...row.cells].map(c => c.textContent)),
+});
 document.body.append(pre);
 </script>"""
 
@@ -156,3 +160,12 @@ def test_cost_chart_compares_spend_with_the_top_rung(drawn):
 def test_names_from_receipts_are_text_not_markup(drawn):
     _, measured = drawn
     assert measured["bold"] == 0
+    assert [row[0] for row in measured["chains"]] == [HOSTILE, "serve"]
+
+
+def test_the_chain_table_shows_each_chains_figures(drawn):
+    data, measured = drawn
+    for row, chain in zip(measured["chains"], data["chains"]):
+        assert row[1] == str(chain["requests"])
+        assert row[-1] == f"${chain['net_saving_usd']:,.6f}"
+    assert measured["chains"][1][1:3] == ["4", "50.0%"]

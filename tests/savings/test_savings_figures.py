@@ -19,7 +19,8 @@ BUNDLES = sorted((ROOT / "rubrics" / "bundles" / "sec_filings_serve").glob("*.js
 
 
 def _usd(value: float) -> str:
-    return f"${value:,.6f}"
+    """Dollars as the text tables show them: six decimals, a minus sign before the dollar."""
+    return f"-${-value:,.6f}" if value < 0 else f"${value:,.6f}"
 
 
 def _row(text: str, name: str) -> str:
@@ -302,3 +303,18 @@ def test_html_is_written_whole_beside_the_figures(admiss_cli, tmp_path):
     assert text.startswith("<!DOCTYPE html>") and text.rstrip().endswith("</html>")
     assert "<script" not in text and not re.search(r"https?://", text.replace('xmlns="http://www.w3.org/2000/svg"', ""))
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".page")] == []  # no temporary file left
+
+
+def test_a_net_loss_prints_as_negative_dollars(admiss_cli, tmp_path):
+    # Priced gates that cost more than the cascade saves: the net saving is below zero.
+    expensive = [dict(r, chain=dict(r["chain"], rungs=[dict(g, gates=[dict(x, gate_cost_usd=0.05) for x in g["gates"]])
+                                                         for g in r["chain"]["rungs"]])) for r in receipts()]
+    exported = write_jsonl(tmp_path / "receipts.jsonl", expensive)
+    config = tmp_path / "admiss.toml"
+    config.write_text(PRICES, encoding="utf-8")
+    data = json.loads(admiss_cli("savings", "--config", config, "--format", "json", exported).out)
+    # The priced requests r1, r3, r4 ran 2, 4 and 4 gates at $0.05.
+    assert data["net_saving_usd"] == pytest.approx(HAND["gross_saving_usd"] - 10 * 0.05)
+    text = admiss_cli("savings", "--config", config, exported).out
+    assert f"-${10 * 0.05 - HAND['gross_saving_usd']:,.6f}" in _row(text, "net saving")
+

@@ -34,6 +34,10 @@ ACTUAL, ESTIMATED, UNPRICED = "actual", "estimated", "unpriced"
 SERVED, ESCALATED, EXHAUSTED = "served", "escalated", "exhausted"
 OUTCOMES = (SERVED, ESCALATED, EXHAUSTED)
 VERDICTS = ("pass", "fail", "abstain", "skipped")
+# Bounds on what one call can report, so that no sum of costs or tokens leaves a float's range:
+# no model call costs a billion dollars or reads a trillion tokens.
+MAX_COST_USD = 1e9
+MAX_TOKENS = 10**12
 # An input with more broken records than this stops being read (the rest would only repeat).
 MAX_ERRORS_PER_FILE = 20
 
@@ -89,7 +93,7 @@ class _Bad(Exception):
 
     def __init__(self, path: str, problem: str, code: str = "E173"):
         super().__init__(f"{path}: {problem}")
-        self.code = code
+        self.path, self.problem, self.code = path, problem, code
 
 
 # ---------------------------------------------------------------- typed fields
@@ -124,16 +128,17 @@ def _string(value: Any, path: str, nullable: bool = False) -> str | None:
 def _cost(value: Any, path: str, nullable: bool = False) -> float | None:
     if value is None and nullable:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise _Bad(path, f"must be a number >= 0, not {json.dumps(value)[:40]}")
+    # The comparisons are exact for any int or float (NaN fails them), so no conversion overflows.
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_COST_USD:
+        raise _Bad(path, f"must be a number from 0 to {MAX_COST_USD:.0e}, not {json.dumps(value)[:40]}")
     return float(value)
 
 
 def _tokens(value: Any, path: str) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise _Bad(path, f"must be a whole number >= 0 or null, not {json.dumps(value)[:40]}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKENS:
+        raise _Bad(path, f"must be a whole number from 0 to {MAX_TOKENS:.0e} or null, not {json.dumps(value)[:40]}")
     return value
 
 
@@ -264,6 +269,7 @@ class Record:
     file: str
     line: int = 0  # 0 when the value has no line of its own (a store row, an array element)
     where: str = ""  # a store row's name
+    prefix: str = ""  # an array element's JSON path, "[3]"
 
 
 def store_bodies(path: Path) -> Iterator[tuple[str, str]]:
@@ -301,14 +307,23 @@ def _store_records(path: Path) -> Iterator[Record | Diagnostic]:
             continue
         try:
             yield Record(json.loads(body), str(path), where=where)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            yield Diagnostic("E170", f"{where}: body is not JSON: {getattr(exc, 'msg', 'nested too deeply')}",
-                             file=str(path))
+        except (ValueError, RecursionError) as exc:
+            yield Diagnostic("E170", f"{where}: body is not JSON: {_json_problem(exc)}", file=str(path))
 
 
-def _json_error(name: str, text: str, exc: Exception, line_offset: int = 0) -> AdmissError:
+def _json_problem(exc: Exception) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        return exc.msg
+    # RecursionError, or the ValueError of an integer too long to convert.
+    return "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+
+
+def _json_error(name: str, text: str, exc: Exception, line: int | None = None) -> AdmissError:
+    """E170 for ``text``: a whole file, or (with ``line``) one line of a JSON Lines file."""
+    line_offset = 0 if line is None else line - 1
     if not isinstance(exc, json.JSONDecodeError):
-        return InputError([Diagnostic("E170", "invalid JSON: nested too deeply", file=name)])
+        span = NO_SPAN if line is None else Span.point(line, 1)
+        return InputError([Diagnostic("E170", f"invalid JSON: {_json_problem(exc)}", span, file=name)])
     span = Span.point(exc.lineno + line_offset, exc.colno)
     return InputError([Diagnostic("E170", f"invalid JSON: {exc.msg}", span, file=name,
                                   hint="give receipts or check reports: one JSON object per line, or one per file")],
@@ -321,21 +336,22 @@ def _text_records(path: Path, text: str) -> Iterator[Record | AdmissError]:
     if path.suffix != ".jsonl":
         try:
             value = json.loads(text)
-        except (json.JSONDecodeError, RecursionError) as exc:
+        except (ValueError, RecursionError) as exc:
             # "Extra data": the first value was whole and more follow, so it is JSON Lines.
             if not (isinstance(exc, json.JSONDecodeError) and exc.msg == "Extra data"):
                 yield _json_error(name, text, exc)
                 return
         else:
-            yield from (Record(v, name) for v in value) if isinstance(value, list) else [Record(value, name, 1)]
+            yield from ((Record(v, name, prefix=f"[{i}]") for i, v in enumerate(value)) if isinstance(value, list)
+                        else [Record(value, name, 1)])
             return
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
             yield Record(json.loads(line), name, number)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            yield _json_error(name, line, exc, number - 1)
+        except (ValueError, RecursionError) as exc:
+            yield _json_error(name, line, exc, number)
 
 
 def records_of(path: Path) -> Iterator[Record | AdmissError | Diagnostic]:
@@ -351,7 +367,8 @@ def records_of(path: Path) -> Iterator[Record | AdmissError | Diagnostic]:
 
 
 def _record_error(record: Record, bad: _Bad) -> Diagnostic:
-    message = f"{record.where}: {bad}" if record.where else str(bad)
+    path = bad.path if not record.prefix else record.prefix if bad.path == "$" else f"{record.prefix}.{bad.path}"
+    message = f"{path}: {bad.problem}" if not record.where else f"{record.where}: {path}: {bad.problem}"
     span = Span.point(record.line, 1) if record.line else NO_SPAN
     return Diagnostic(bad.code, message, span, file=record.file)
 

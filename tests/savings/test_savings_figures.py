@@ -223,18 +223,27 @@ def _bad_body(body: dict) -> dict:
      r"other\.db: E171 not a receipt store: no such table: receipts"),
     ("rows.db", lambda p: write_store(p, [receipts()[0], "{not json", _bad_body(receipts()[2])]),
      r"rows\.db: E170 receipt 'bad2': body is not JSON: .*\n.*rows\.db: E173 receipt 'r3': "
-     r"chain\.rungs\[0\]\.cost_usd: must be a number >= 0"),
+     r"chain\.rungs\[0\]\.cost_usd: must be a number from 0 to 1e\+09, not \"cheap\""),
     ("lines.jsonl", lambda p: p.write_text(json.dumps(receipts()[0]) + '\n{"chain": [\n'),
      r"lines\.jsonl:2:\d+: E170 invalid JSON"),
     ("report.json", lambda p: p.write_text('{"verdict": "pass", "properties": []}'),
      r"report\.json:1:1: E172 chain: missing: this check report has no chain"),
-    ("other.json", lambda p: p.write_text('[1]'), r"other\.json: E172 \$: must be a receipt or a check report"),
+    ("other.json", lambda p: p.write_text('[1]'), r"other\.json: E172 \[0\]: must be a receipt or a check report"),
     ("served.jsonl", lambda p: p.write_text(json.dumps({**receipts()[0], "chain": {
         **receipts()[0]["chain"], "served": "strong"}}) + "\n"),
      r"served\.jsonl:1:1: E173 chain\.served: names 'strong', but no rung in chain\.rungs served"),
     ("verdict.jsonl", lambda p: p.write_text(json.dumps(receipts()[0]).replace('"verdict": "pass"', '"verdict": 7') + "\n"),
      r"verdict\.jsonl:1:1: E173 chain\.rungs\[0\]\.gates\[0\]\.verdict: must be one of pass, fail, abstain, skipped"),
     ("missing.json", None, r"missing\.json: E001 no such file"),
+    ("huge.jsonl", lambda p: p.write_text(json.dumps(receipts()[0]).replace('"cost_usd": 0.0004', '"cost_usd": 1e400', 1)),
+     r"huge\.jsonl:1:1: E173 chain\.rungs\[0\]\.cost_usd: must be a number from 0 to 1e\+09, not Infinity"),
+    ("tokens.jsonl", lambda p: p.write_text(json.dumps(receipts()[0]).replace('"prompt_tokens": 1000', '"prompt_tokens": ' + "9" * 400)),
+     r"tokens\.jsonl:1:1: E173 usage\[0\]\.prompt_tokens: must be a whole number from 0 to 1e\+12 or null"),
+    ("digits.jsonl", lambda p: p.write_text('{"chain": ' + "9" * 5000 + "}\n"),
+     r"digits\.jsonl:1:1: E170 invalid JSON: Exceeds the limit"),
+    ("deep.json", lambda p: p.write_text("[" * 100000 + "]" * 100000), r"deep\.json: E170 invalid JSON: nested too deeply"),
+    ("array.json", lambda p: p.write_text(json.dumps([receipts()[0], {"chain": 5}])),
+     r"array\.json: E173 \[1\]\.chain: must be an object, not a number"),
 ])
 def test_bad_inputs_give_located_errors_and_exit_2(admiss_cli, tmp_path, name, make, expected):
     path = tmp_path / name

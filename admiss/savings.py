@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
+import urllib.parse
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -277,7 +278,8 @@ def store_bodies(path: Path) -> Iterator[tuple[str, str]]:
 
     The store's table is fixed (docs/savings.md); this is the one place that reads it.
     """
-    uri = f"file:{path.resolve().as_posix()}?mode=ro"
+    # Quoted: a "?" or "#" in a file name would otherwise end the path in the URI.
+    uri = f"file:{urllib.parse.quote(path.resolve().as_posix())}?mode=ro"
     try:
         connection = sqlite3.connect(uri, uri=True)
     except sqlite3.Error as exc:

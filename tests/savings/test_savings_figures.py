@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from receipts import PRICES, receipts, write_jsonl, write_store
+from savings_receipts import PRICES, receipts, write_jsonl, write_store
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLES = sorted((ROOT / "rubrics" / "bundles" / "sec_filings_serve").glob("*.json"))
@@ -119,7 +119,7 @@ def priced(tmp_path):
     return config
 
 
-# By hand, from the four receipts in receipts.py (model spend, gate spend, top-rung price):
+# By hand, from the four receipts in savings_receipts.py (model spend, gate spend, top-rung price):
 #   r1: 0.0004, 0     ; draft served, top never ran: (1000 x $3 + 200 x $15) / 1e6 = 0.006 (estimated)
 #   r2: 0.0003, 0     ; draft served, no token counts: unpriced
 #   r3: 0.0130, 0.002 ; escalated, strong served: its real call, 0.0125 (actual)
@@ -155,7 +155,7 @@ def _assert_hand_figures(data: dict) -> None:
 
 
 def test_a_real_receipt_store(admiss_cli, tmp_path, priced):
-    store = write_store(tmp_path / "receipts.db", receipts())
+    store = write_store(tmp_path / "receipts #1?.db", receipts())  # URI-special characters in the name
     ran = admiss_cli("savings", "--config", priced, "--format", "json", store)
     assert ran.code == 0, ran.err
     _assert_hand_figures(json.loads(ran.out))

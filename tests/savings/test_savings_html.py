@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from receipts import PRICES, receipts, write_jsonl, write_store
+from savings_receipts import PRICES, receipts, write_jsonl, write_store
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 # .ci/run installs Chromium and sets ADMISS_REQUIRE_CHROMIUM, so there the test never skips.
@@ -62,7 +62,7 @@ def _browse(page: Path, folder: Path) -> dict:
 @pytest.fixture(scope="module")
 def drawn(tmp_path_factory):
     """The figures (--format json) and the measured page, for the four receipts of
-    receipts.py in chain "serve" plus the first two again in a second chain."""
+    savings_receipts.py in chain "serve" plus the first two again in a second chain."""
     folder = tmp_path_factory.mktemp("savings-html")
     (folder / "admiss.toml").write_text(PRICES, encoding="utf-8")
     store = write_store(folder / "receipts.db", receipts())

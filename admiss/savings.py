@@ -10,7 +10,7 @@ file they came from:
   outputs), one per line or one per file.
 
 Every figure is defined in docs/savings.md. Inputs are untrusted: each problem is an
-InputError at ``file:line`` (or the store row) with a code E170-E175, never a traceback.
+InputError at ``file:line`` (or the store row) with a code E170-E174, never a traceback.
 """
 
 from __future__ import annotations

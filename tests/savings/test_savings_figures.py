@@ -327,3 +327,19 @@ def test_a_net_loss_prints_as_negative_dollars(admiss_cli, tmp_path):
     text = admiss_cli("savings", "--config", config, exported).out
     assert f"-${10 * 0.05 - HAND['gross_saving_usd']:,.6f}" in _row(text, "net saving")
 
+
+
+def test_a_bundle_without_a_top_rung_cost_leaves_its_request_unpriced(admiss_cli, tmp_path):
+    bundle = json.loads(BUNDLES[0].read_text(encoding="utf-8"))  # draft_served.json
+    assert BUNDLES[0].name == "draft_served.json"
+    del bundle["candidates"][1]["cost_usd"]
+    bundle["rubric"] = str(ROOT / "rubrics" / "sec_filings_serve.rubric")
+    (tmp_path / "b.json").write_text(json.dumps(bundle), encoding="utf-8")
+    report = admiss_cli("check", "--format", "json", tmp_path / "b.json")
+    assert json.loads(report.out)["chain"]["top_rung"] == {"rung": "strong", "model": "anthropic/claude-sonnet-5",
+                                                           "cost_usd": None}
+    (tmp_path / "r.json").write_text(report.out, encoding="utf-8")
+    data = json.loads(admiss_cli("savings", "--format", "json", tmp_path / "r.json").out)
+    assert data["top_rung_cost"] == {"actual": 0, "estimated": 0, "unpriced": 1}
+    assert data["unpriced_notes"] == {"the bundle gave no cost_usd for its top-rung candidate": 1}
+    assert data["model_cost_usd"] == pytest.approx(0.0004) and data["net_saving_usd"] == 0

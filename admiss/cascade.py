@@ -48,11 +48,25 @@ class RungRecord:
     gates: list[GateRecord]
 
 
+@attrs.frozen
+class TopRung:
+    """The chain's last rung, and what the bundle says its candidate cost (None: not given).
+
+    It prices serving every request from the top rung (``admiss savings``), even when a
+    lower rung served and the top rung's gates never ran.
+    """
+
+    rung: str
+    model: str | None
+    cost_usd: float | None
+
+
 @attrs.define
 class ChainResult:
     name: str
     served: str | None
     rungs: list[RungRecord]
+    top_rung: TopRung | None = None
 
     @property
     def verdict(self) -> str:
@@ -102,6 +116,7 @@ class CompiledChain:
     def run(self, candidates: dict[str, Candidate], cost: dict[str, float],
             loop: asyncio.AbstractEventLoop) -> ChainResult:
         records: list[RungRecord] = []
+        top = self.top_rung(candidates, cost)
         for index, rung in enumerate(self.rungs):
             candidate = candidates.get(rung.name)
             last = index == len(self.rungs) - 1
@@ -115,8 +130,14 @@ class CompiledChain:
             records.append(RungRecord(rung.name, candidate.model or rung.model, cost.get(rung.name, 0.0),
                                       outcome, gates))
             if served:
-                return ChainResult(self.name, rung.name, records)
-        return ChainResult(self.name, None, records)
+                return ChainResult(self.name, rung.name, records, top)
+        return ChainResult(self.name, None, records, top)
+
+    def top_rung(self, candidates: dict[str, Candidate], cost: dict[str, float]) -> TopRung:
+        rung = self.rungs[-1]
+        candidate = candidates.get(rung.name)
+        return TopRung(rung.name, candidate.model if candidate and candidate.model else rung.model,
+                       cost.get(rung.name))
 
     def run_rung(self, rung: CompiledRung, candidate: Candidate, loop: asyncio.AbstractEventLoop) -> list[GateRecord]:
         results: dict[int, GateRecord] = {}
@@ -212,7 +233,7 @@ def _in_written_order(rung: CompiledRung, results: dict[int, GateRecord], unrun_
 
 
 def candidates_by_rung(bundle: dict, chain: CompiledChain) -> tuple[dict[str, Candidate], dict[str, float]]:
-    """Each rung's Candidate from the bundle, and each rung's model cost."""
+    """Each rung's Candidate from the bundle, and each rung's model cost where the bundle gives one."""
     shared = tuple(bundle.get("evidence", ()))
     entries: Iterable[dict] = bundle.get("candidates") or []
     if not entries and len(chain.rungs) == 1 and "output" in bundle:
@@ -229,5 +250,6 @@ def candidates_by_rung(bundle: dict, chain: CompiledChain) -> tuple[dict[str, Ca
             evidence=shared + tuple(entry.get("evidence", ())),
             rung=entry["rung"],
         )
-        costs[entry["rung"]] = float(entry.get("cost_usd", 0.0))
+        if "cost_usd" in entry:
+            costs[entry["rung"]] = float(entry["cost_usd"])
     return candidates, costs

@@ -220,5 +220,64 @@ def fmt_(
     raise typer.Exit(exit_code)
 
 
+class SavingsFormat(str, enum.Enum):
+    text = "text"
+    json = "json"
+
+
+@app.command()
+def savings(
+    inputs: List[Path] = typer.Argument(..., help="Receipt stores (SQLite), exported receipts (.jsonl), or the "
+                                        "JSON reports of admiss check on bundles with candidates (.json/.jsonl)."),
+    config: Optional[Path] = typer.Option(
+        None, "--config", help="An admiss.toml whose [prices] estimate top-rung costs [default: in the working folder]."
+    ),
+    fmt: SavingsFormat = typer.Option(SavingsFormat.text, "--format", "-f", help="Output format."),
+    html: Optional[Path] = typer.Option(None, "--html", help="Also write the figures with charts to this HTML file."),
+) -> None:
+    """Spend on models and gates, what the top rung alone would have cost, and the net saving.
+
+    Broken down by chain, rung and gate (docs/savings.md). Exit 0, or 2 when an input or the
+    config is bad (then nothing is printed or written).
+    """
+    import json
+
+    from admiss.config import load_config
+    from admiss.errors import AdmissError
+    from admiss.savings import Request, requests_of, savings as savings_figures
+
+    problems: list[AdmissError] = []
+
+    def requests(prices) -> Iterator[Request]:
+        for item in requests_of(inputs, prices):
+            if isinstance(item, AdmissError):
+                problems.append(item)
+            else:
+                yield item
+
+    try:
+        data = savings_figures(requests(load_config(config)))
+    except AdmissError as error:
+        problems.append(error)
+    for problem in problems:
+        _print_error(problem)
+    if problems:
+        raise typer.Exit(EXIT_BAD_INPUT)
+    if html is not None:
+        from admiss.report.html import savings_page
+
+        try:
+            write_atomically(html, savings_page(data))
+        except OSError as error:
+            sys.stderr.write(f"{html}: E001 cannot write: {error.strerror}\n")
+            raise typer.Exit(EXIT_BAD_INPUT) from None
+    if fmt is SavingsFormat.json:
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    else:
+        from admiss.report.rich import print_savings
+
+        print_savings(data)
+
+
 def main() -> None:
     app()

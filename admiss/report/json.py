@@ -90,7 +90,7 @@ def gate_dict(record: "GateRecord") -> dict[str, Any]:
 
 
 def chain_dict(chain: "ChainResult") -> dict[str, Any]:
-    return {
+    out = {
         "name": chain.name,
         "served": chain.served,
         "rungs": [
@@ -106,6 +106,10 @@ def chain_dict(chain: "ChainResult") -> dict[str, Any]:
         "model_cost_usd": chain.model_cost_usd,
         "gate_cost_usd": chain.gate_cost_usd,
     }
+    if chain.top_rung is not None:
+        top = chain.top_rung
+        out["top_rung"] = {"rung": top.rung, "model": top.model, "cost_usd": top.cost_usd}
+    return out
 
 
 def report_dict(report: "CheckReport") -> dict[str, Any]:

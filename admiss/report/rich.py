@@ -119,3 +119,84 @@ class BatchProgress:
 
     def stop(self) -> None:
         self._progress.stop()
+
+
+# ---------------------------------------------------------------- admiss savings
+
+
+def _usd(value: float) -> str:
+    return f"-${-value:,.6f}" if value < 0 else f"${value:,.6f}"
+
+
+def _percent(share: float | None) -> str:
+    return "—" if share is None else f"{share:.1%}"
+
+
+# The summary's rows: (label, how a figures dict shows it).
+_SUMMARY_ROWS = (
+    ("requests", lambda f: str(f["requests"])),
+    ("served", lambda f: str(f["served"])),
+    ("exhausted", lambda f: str(f["exhausted"])),
+    ("escalation rate", lambda f: _percent(f["escalation_rate"])),
+    ("model spend", lambda f: _usd(f["model_cost_usd"])),
+    ("gate spend", lambda f: _usd(f["gate_cost_usd"])),
+    ("top-rung cost", lambda f: _usd(f["top_rung_cost_usd"])),
+    ("  actual", lambda f: str(f["top_rung_cost"]["actual"])),
+    ("  estimated", lambda f: str(f["top_rung_cost"]["estimated"])),
+    ("  unpriced", lambda f: str(f["top_rung_cost"]["unpriced"])),
+    ("gross saving", lambda f: _usd(f["gross_saving_usd"])),
+    ("net saving", lambda f: _usd(f["net_saving_usd"])),
+    ("net saving share", lambda f: _percent(f["net_saving_share"])),
+)
+
+
+def _savings_summary(data: dict) -> Table:
+    """The figures, one column for all requests and, with several chains, one per chain."""
+    chains = data["chains"]
+    columns = [(chains[0]["chain"], data)] if len(chains) == 1 else [("all", data)] + [(c["chain"], c) for c in chains]
+    table = Table()
+    table.add_column("")
+    for name, _ in columns:
+        table.add_column(name, justify="right", overflow="fold")
+    for label, shown in _SUMMARY_ROWS:
+        style = "bold" if label in ("net saving", "top-rung cost") else None
+        table.add_row(label, *(shown(figures) for _, figures in columns), style=style,
+                      end_section=label in ("escalation rate", "gate spend", "  unpriced"))
+    return table
+
+
+def _savings_by_rung(data: dict) -> Table:
+    table = Table()
+    for column in ("chain", "rung", "reached", "served", "share", "model", "gate"):
+        table.add_column(column, justify="left" if column in ("chain", "rung") else "right", overflow="fold")
+    for chain in data["chains"]:
+        for i, rung in enumerate(chain["rungs"]):
+            table.add_row(chain["chain"] if i == 0 else "", rung["rung"], str(rung["reached"]), str(rung["served"]),
+                          _percent(rung["served_share"]), _usd(rung["model_cost_usd"]), _usd(rung["gate_cost_usd"]),
+                          end_section=i == len(chain["rungs"]) - 1)
+    return table
+
+
+def _savings_by_gate(data: dict) -> Table:
+    table = Table()
+    for column in ("chain", "rung", "gate", "runs", "pass", "fail", "abstain", "gate $"):
+        table.add_column(column, justify="left" if column in ("chain", "rung", "gate") else "right", overflow="fold")
+    for chain in data["chains"]:
+        rows = [(rung["rung"], gate) for rung in chain["rungs"] for gate in rung["gates"]]
+        for i, (rung, gate) in enumerate(rows):
+            first_of_rung = i == 0 or rows[i - 1][0] != rung
+            table.add_row(chain["chain"] if i == 0 else "", rung if first_of_rung else "", gate["gate"],
+                          str(gate["runs"]), str(gate["pass"]), str(gate["fail"]), str(gate["abstain"]),
+                          _usd(gate["gate_cost_usd"]), end_section=i == len(rows) - 1)
+    return table
+
+
+def print_savings(data: dict, console: Console | None = None) -> None:
+    """The figures of ``admiss.savings.savings`` as three tables, then why any request is unpriced."""
+    console = console or Console()
+    # Headings apart from the tables: a table's title is padded with spaces to its width.
+    for heading, table in (("savings", _savings_summary), ("by rung", _savings_by_rung), ("by gate", _savings_by_gate)):
+        console.print(Text(heading, style="bold"))
+        console.print(table(data))
+    for note, count in data["unpriced_notes"].items():
+        console.print(Text(f"unpriced ({count}): {note}", style="yellow"))

@@ -18,9 +18,12 @@ from typing import Any, Iterable
 import attrs
 
 from admiss import ir
+from admiss.config import ModelCall
 from admiss.gates.base import ABSTAIN, FAIL, PASS, Candidate, GateCheck, GateContext, GateResult
 
 SKIPPED = "skipped"
+# The gate kinds that may call a model (consistency does when the bundle has no samples).
+MODEL_GATES = ("judge", "consistency")
 SERVED, ESCALATED, EXHAUSTED = "served", "escalated", "exhausted"
 
 
@@ -53,6 +56,8 @@ class ChainResult:
     name: str
     served: str | None
     rungs: list[RungRecord]
+    # True when the run was offline and this chain has gates that call models.
+    offline: bool = False
 
     @property
     def verdict(self) -> str:
@@ -98,6 +103,7 @@ class CompiledChain:
             for r in chain.rungs
         ]
         self.rung_names = frozenset(r.name for r in self.rungs)
+        self.offline = ctx.offline and any(g.kind in MODEL_GATES for r in chain.rungs for g in r.gates)
 
     def run(self, candidates: dict[str, Candidate], cost: dict[str, float],
             loop: asyncio.AbstractEventLoop) -> ChainResult:
@@ -115,8 +121,8 @@ class CompiledChain:
             records.append(RungRecord(rung.name, candidate.model or rung.model, cost.get(rung.name, 0.0),
                                       outcome, gates))
             if served:
-                return ChainResult(self.name, rung.name, records)
-        return ChainResult(self.name, None, records)
+                return ChainResult(self.name, rung.name, records, self.offline)
+        return ChainResult(self.name, None, records, self.offline)
 
     def run_rung(self, rung: CompiledRung, candidate: Candidate, loop: asyncio.AbstractEventLoop) -> list[GateRecord]:
         results: dict[int, GateRecord] = {}
@@ -128,6 +134,26 @@ class CompiledChain:
         if rung.costly:
             results.update(loop.run_until_complete(_run_costly(rung.costly, candidate)))
         return _in_written_order(rung, results, "cancelled: another gate on the rung failed")
+
+
+def model_calls(chain: ir.Chain) -> list[ModelCall]:
+    """The models a chain's gates call whatever the bundle holds: each judge's MODEL."""
+    return [ModelCall(model, f"{gate.kind} gate on rung {rung.name}", gate.span)
+            for rung in chain.rungs for gate in rung.gates for model in _models_called(gate)]
+
+
+def _models_called(gate: ir.Gate) -> tuple[str, ...]:
+    return (gate.model,) if gate.kind == "judge" and gate.model else ()
+
+
+def resampling_calls(chain: CompiledChain, candidates: dict[str, Candidate]) -> list[ModelCall]:
+    """The candidate models a consistency gate will draw new samples from, for one bundle."""
+    from admiss.gates.consistency import draws_samples
+
+    return [ModelCall(candidate.model or "", f"consistency gate on rung {rung.name} (no samples in the bundle, "
+                                             "so it draws new ones from the candidate's model)", gate.ir.span)
+            for rung in chain.rungs if (candidate := candidates.get(rung.name)) is not None
+            for gate in rung.gates if gate.ir.kind == "consistency" and draws_samples(candidate)]
 
 
 def build_gate(gate: ir.Gate, ctx: GateContext) -> GateCheck:

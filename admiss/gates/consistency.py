@@ -72,6 +72,12 @@ def _json_equal(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
+def draws_samples(candidate: Candidate) -> bool:
+    """Whether the gate will call the candidate's model for samples (the bundle has none)."""
+    return not candidate.samples and candidate.output is not None and candidate.prompt is not None \
+        and candidate.model is not None
+
+
 class _NoSamples(Exception):
     """No way to get k samples; the message says what is missing."""
 
@@ -87,6 +93,8 @@ class _Consistency:
             return GateResult(ABSTAIN, reason="no output to compare samples with")
         if candidate.samples:
             return self._bundle_samples(candidate)
+        if self.ctx.offline:
+            return GateResult(ABSTAIN, reason="offline: no samples in the bundle, and no new ones drawn")
         try:
             self._check_can_resample(candidate)
         except _NoSamples as exc:

@@ -191,6 +191,8 @@ class _Judge:
             return GateResult(ABSTAIN, reason=reason)
         if candidate.output is None:
             return GateResult(ABSTAIN, reason="no output to grade")
+        if self.ctx.offline:
+            return GateResult(ABSTAIN, reason=f"offline: judge {self.model} not called")
         nonce = fresh_nonce([candidate.output, candidate.prompt or "", self.rubric])
         messages = judge_messages(self.rubric, candidate.output, candidate.prompt, nonce)
         try:

@@ -51,6 +51,7 @@ CHAIN serve {
     GATE judge MODEL "openai/gpt-5" RUBRIC "Correct?"
     GATE consistency K 5 THRESHOLD 0.8
     GATE consistency K 1
+    GATE consistency K 3 MEANING MODEL "openai/gpt-5-mini"
   }
   RUNG empty { }
 }

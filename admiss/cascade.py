@@ -19,6 +19,7 @@ import attrs
 
 from admiss import ir
 from admiss.config import ModelCall
+from admiss.source import Span
 from admiss.gates.base import ABSTAIN, FAIL, PASS, Candidate, GateCheck, GateContext, GateResult
 
 SKIPPED = "skipped"
@@ -137,13 +138,18 @@ class CompiledChain:
 
 
 def model_calls(chain: ir.Chain) -> list[ModelCall]:
-    """The models a chain's gates call whatever the bundle holds: each judge's MODEL."""
-    return [ModelCall(model, f"{gate.kind} gate on rung {rung.name}", gate.span)
-            for rung in chain.rungs for gate in rung.gates for model in _models_called(gate)]
+    """The models a chain's gates call whatever the bundle holds: each judge's MODEL, each
+    consistency gate's MEANING MODEL."""
+    return [ModelCall(model, f"{gate.kind} gate on rung {rung.name}", span)
+            for rung in chain.rungs for gate in rung.gates for model, span in _models_called(gate)]
 
 
-def _models_called(gate: ir.Gate) -> tuple[str, ...]:
-    return (gate.model,) if gate.kind == "judge" and gate.model else ()
+def _models_called(gate: ir.Gate) -> list[tuple[str, Span]]:
+    if gate.kind == "judge" and gate.model:
+        return [(gate.model, gate.span)]
+    if gate.kind == "consistency" and gate.meaning_model:
+        return [(gate.meaning_model, gate.span_of("meaning_model"))]
+    return []
 
 
 def resampling_calls(chain: CompiledChain, candidates: dict[str, Candidate]) -> list[ModelCall]:

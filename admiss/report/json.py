@@ -86,6 +86,9 @@ def gate_dict(record: "GateRecord") -> dict[str, Any]:
     # The admissibility gate's property reports appear in the chain's report.
     if record.details and "properties" in record.details:
         out["properties"] = [property_dict(r) for r in record.details["properties"]]
+    # A consistency gate deciding by meaning shows its clusters, entropy and every call.
+    if record.details and "meaning" in record.details:
+        out["meaning"] = record.details["meaning"]
     return out
 
 

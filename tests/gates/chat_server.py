@@ -1,16 +1,19 @@
 """A real chat-completions server on 127.0.0.1 with scripted replies, for judge and consistency.
 
 Tests queue replies (``server.script(...)``); each request takes the next one, or the default
-when the queue is empty. Every request is recorded (headers and JSON body) so tests can
-check what was sent, and that nothing was sent.
+when the queue is empty. A test may instead set ``server.rule``, a function from the recorded
+request to its reply, for replies that follow a fixed rule (the entailment tests do). Every
+request is recorded (headers and JSON body) so tests can check what was sent, and that
+nothing was sent.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Callable
 
 import attrs
 
@@ -57,11 +60,21 @@ class Recorded:
     headers: dict[str, str]
     body: Any
 
+    def fenced(self) -> dict[str, str]:
+        """The texts fenced in the last message, by label (``TASK``, ``ANSWER_A``, ...)."""
+        content = self.body["messages"][-1]["content"]
+        return {m[1]: m[3] for m in _FENCE.finditer(content)}
+
+
+_FENCE = re.compile(r"<<<(\w+) (\w+)>>>\n(.*?)\n<<<END \1 \2>>>", re.S)
+
 
 class ChatServer:
     def __init__(self) -> None:
         self.requests: list[Recorded] = []
         self.default = grade()
+        # When set, every request's reply is rule(request): the queue and default are unused.
+        self.rule: Callable[[Recorded], Reply] | None = None
         self._queue: list[Reply] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -83,6 +96,8 @@ class ChatServer:
     def next_reply(self, recorded: Recorded) -> Reply:
         with self._lock:
             self.requests.append(recorded)
+            if self.rule is not None:
+                return self.rule(recorded)
             return self._queue.pop(0) if self._queue else self.default
 
     def hold_replies_until(self, count: int, timeout_s: float = 10.0) -> None:

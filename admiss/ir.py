@@ -13,7 +13,7 @@ import attrs
 
 from admiss.source import NO_SPAN, Span
 
-IR_VERSION = 1
+IR_VERSION = 2
 
 # The seed's seven evidence kinds, in the seed's order.
 BUILTIN_KINDS = (

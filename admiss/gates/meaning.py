@@ -195,7 +195,10 @@ class Asker:
             out["clusters"] = [{"size": len(c), "members": list(c), "representative": _shown(self.answers[c[0]])}
                                for c in clusters]
             out["semantic_entropy"] = semantic_entropy(clusters)
-        out["calls"] = [call.to_dict() for call in self.calls]
+        # In the order asked (answer by answer, cluster by cluster), whatever order they finished in.
+        asked = sorted(self.calls, key=lambda c: (max(c.premise, c.hypothesis), min(c.premise, c.hypothesis),
+                                                  c.premise > c.hypothesis))
+        out["calls"] = [call.to_dict() for call in asked]
         return out
 
 

@@ -77,9 +77,9 @@ def check(
         False, "--fail-fast", help="Stop at the first bundle that cannot be loaded or checked (exit 2)."
     ),
     offline: bool = typer.Option(
-        False, "--offline", help="Call no model: judge gates, and consistency gates that would draw samples, "
-        "abstain with reason \"offline\" (their ON ABSTAIN applies); reports say the run was offline. "
-        "Without it, a model gate whose provider admiss.toml lacks is an error (exit 2)."
+        False, "--offline", help="Call no model: gates that would (judges, consistency gates drawing samples or "
+        "asking their MEANING MODEL) abstain with reason \"offline\" and their ON ABSTAIN applies; reports say "
+        "the run was offline. Without it, a model gate whose provider admiss.toml lacks is an error (exit 2)."
     ),
 ) -> None:
     """Check candidate bundles against a rubric and print evidence-first reports.

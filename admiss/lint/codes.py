@@ -22,6 +22,7 @@ from admiss.lint.rules import (
     judge_grades_own_rung,
     judge_rung_without_model,
     kind_admitted_and_forbidden,
+    meaning_model_fail_open,
     no_shortcut_rejections,
     permissive_threshold,
     property_admits_nothing,
@@ -86,6 +87,7 @@ RULES = (
     Rule("ADM020", repeated_list_entry, "warning"),
     Rule("ADM021", permissive_threshold, "warning"),
     Rule("ADM040", judge_fail_open, "warning"),
+    Rule("ADM041", meaning_model_fail_open, "warning"),
 )
 # Checks the suppression comments against what the rules above reported.
 UNUSED_SUPPRESSION = Rule("ADM100", unused_suppression, "warning")

@@ -225,3 +225,22 @@ def test_the_ci_script_still_runs_the_readmes_second_command():
     block = re.search(r"```sh\n(.*?)```", readme, re.S).group(1)
     commands = [line for line in block.splitlines() if line and not line.startswith("#")]
     assert commands[1] in (ROOT / ".ci/run").read_text(encoding="utf-8")
+
+
+def test_offline_follows_the_rubric_into_worker_processes(chain_folder):
+    import pickle
+
+    rubric = admiss.load(chain_folder / "chain.rubric", offline=True)
+    again = pickle.loads(pickle.dumps(rubric))
+    assert again.offline is True
+    [report] = list(admiss.check_many(again, [BUNDLE]))
+    assert report.to_dict()["offline"] is True
+
+
+def test_offline_abstains_are_not_errors_so_no_budget_is_spent(chain_folder):
+    # Twenty offline bundles: an abstain on purpose is no malfunction, so the judge is never disabled.
+    with admiss.load(chain_folder / "chain.rubric", offline=True) as rubric:
+        reports = [rubric.check(BUNDLE).to_dict() for _ in range(20)]
+    judges = [g for r in reports for g in r["chain"]["rungs"][0]["gates"] if g["gate"] == "judge"]
+    assert len(judges) == 20
+    assert all(g["verdict"] == "abstain" and not g["disabled"] for g in judges)

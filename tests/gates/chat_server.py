@@ -76,6 +76,9 @@ class ChatServer:
         # When set, every request's reply is rule(request): the queue and default are unused.
         self.rule: Callable[[Recorded], Reply] | None = None
         self._queue: list[Reply] = []
+        # The most requests the server has held at once (a bound on concurrency shows here).
+        self.max_in_flight = 0
+        self._in_flight = 0
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._held: threading.Barrier | None = None
@@ -96,6 +99,8 @@ class ChatServer:
     def next_reply(self, recorded: Recorded) -> Reply:
         with self._lock:
             self.requests.append(recorded)
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
             if self.rule is not None:
                 return self.rule(recorded)
             return self._queue.pop(0) if self._queue else self.default
@@ -103,6 +108,10 @@ class ChatServer:
     def hold_replies_until(self, count: int, timeout_s: float = 10.0) -> None:
         """Answer nothing until ``count`` requests are in flight together (proves concurrency)."""
         self._held = threading.Barrier(count, timeout=timeout_s)
+
+    def replied(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
 
     def before_reply(self, reply: Reply) -> None:
         if self._held is not None:
@@ -139,6 +148,8 @@ def _handler_for(server: ChatServer) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(data)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client timed out and hung up, as some tests intend
+            finally:
+                server.replied()
 
         def log_message(self, format: str, *args: Any) -> None:
             pass

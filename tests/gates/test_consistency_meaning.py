@@ -8,6 +8,7 @@ import json
 import math
 import re
 
+import attrs
 import pytest
 from chat_server import Recorded, Reply, completion
 from gatekit import gate, run_gate
@@ -112,6 +113,19 @@ def test_both_directions_are_asked_concurrently(local_ctx, meaning_server):
     result = by_meaning(local_ctx(timeout_s=5), candidate, k=2, threshold=0.5)
     assert result.verdict == FAIL and len(result.details["meaning"]["clusters"]) == 3
     assert result.details["meaning"]["semantic_entropy"] == pytest.approx(math.log(3))
+
+
+def test_concurrent_calls_are_bounded(local_ctx, meaning_server):
+    # Ten answers that all differ: the last is asked both ways against nine representatives
+    # at once, 18 calls, which the gate lets through at most MAX_CONCURRENT_CALLS at a time.
+    answers = [f"Company {n}" for n in range(10)]
+    meaning_server.rule = lambda request: attrs.evolve(
+        completion(json.dumps({"rationale": "different companies", "entails": False})), delay_s=0.05)
+    candidate = Candidate(output=answers[0], prompt=PROMPT, samples=tuple(answers[1:]))
+    result = by_meaning(local_ctx(), candidate, k=9, threshold=0.5)
+    assert result.verdict == FAIL and len(result.details["meaning"]["clusters"]) == 10
+    assert len(meaning_server.requests) == sum(2 * n for n in range(10))
+    assert meaning_server.max_in_flight == meaning.MAX_CONCURRENT_CALLS
 
 
 def test_a_failed_call_abstains_as_a_gate_error_and_what_ran_is_priced(local_ctx, meaning_server):

@@ -19,8 +19,8 @@ import attrs
 
 from admiss import ir
 from admiss.config import ModelCall
-from admiss.source import Span
 from admiss.gates.base import ABSTAIN, FAIL, PASS, Candidate, GateCheck, GateContext, GateResult
+from admiss.source import Span
 
 SKIPPED = "skipped"
 # The gate kinds that may call a model (consistency does when the bundle has no samples).

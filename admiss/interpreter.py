@@ -88,9 +88,7 @@ class Runtime:
     def chain(self, name: str):
         if name not in self._chains:
             from admiss.budget import ErrorBudget
-            from admiss.cascade import CompiledChain
-
-            from admiss.cascade import model_calls
+            from admiss.cascade import CompiledChain, model_calls
 
             ctx = self.gate_context()
             chain_ir = next(c for c in self.rubric.ir.chains if c.name == name)

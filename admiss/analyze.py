@@ -17,10 +17,10 @@ _GATE_OPTIONS: dict[str, tuple[set[str], set[str]]] = {
     "admissibility": ({"properties"}, set()),
     "subprocess": ({"cmd", "timeout_s"}, {"cmd"}),
     "judge": ({"model", "rubric", "threshold"}, {"model", "rubric"}),
-    "consistency": ({"k", "threshold"}, {"k"}),
+    "consistency": ({"k", "threshold", "meaning_model"}, {"k"}),
 }
 # The options that belong to particular gate kinds (ON ABSTAIN and BUDGET fit every kind).
-_KIND_OPTIONS = ("file", "cmd", "timeout_s", "model", "threshold", "rubric", "k", "properties")
+_KIND_OPTIONS = ("file", "cmd", "timeout_s", "model", "threshold", "rubric", "k", "properties", "meaning_model")
 
 
 class _Analysis:

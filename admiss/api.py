@@ -24,16 +24,17 @@ class Rubric:
     checked through one Rubric; ``close()`` (or a ``with`` block) releases it.
     """
 
-    def __init__(self, compiled: CompiledRubric, config: str | Path | None = None):
+    def __init__(self, compiled: CompiledRubric, config: str | Path | None = None, offline: bool = False):
         self.compiled = compiled
         self.config = Path(config) if config is not None else None
+        self.offline = offline
         self._runtime: Runtime | None = None
 
     def __getstate__(self) -> dict:
-        return {"compiled": self.compiled, "config": self.config}
+        return {"compiled": self.compiled, "config": self.config, "offline": self.offline}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["compiled"], state["config"])
+        self.__init__(state["compiled"], state["config"], state["offline"])
 
     def __enter__(self) -> "Rubric":
         return self
@@ -58,9 +59,20 @@ class Rubric:
 
         ``chain`` picks the CHAIN to run when the rubric has several.
         """
+        return check_bundle(self.compiled, bundle, name, self._run_state(), chain)
+
+    def prepare(self, chain: str | None = None) -> None:
+        """Build the chain that ``check`` would run, before any bundle: raises InputError for
+        a gate that cannot be built, and E140 for a model whose provider admiss.toml lacks
+        (unless the rubric was loaded offline). ``check`` does the same on first use."""
+        runtime = self._run_state()
+        if runtime is not None:
+            runtime.chain(runtime.chain_name(chain))
+
+    def _run_state(self) -> Runtime | None:
         if self._runtime is None and self.compiled.ir.chains:
-            self._runtime = Runtime(self.compiled, self.config)
-        return check_bundle(self.compiled, bundle, name, self._runtime, chain)
+            self._runtime = Runtime(self.compiled, self.config, self.offline)
+        return self._runtime
 
     def to_ir_json(self) -> str:
         """The IR as deterministic JSON text (what ``admiss compile`` writes)."""
@@ -99,12 +111,13 @@ def parse_source(text: str, name: str = "<string>") -> ir.Rubric:
 
 
 def compile_source(text: str, name: str = "<string>", origin: str | None = None,
-                   config: str | Path | None = None) -> Rubric:
+                   config: str | Path | None = None, offline: bool = False) -> Rubric:
     """Compile rubric source text. ``name`` is used in messages and for the default rubric name.
 
     ``origin`` is the rubric's path: gate files (schemas, subprocess folders) resolve next to it.
+    ``config`` and ``offline`` are as for :func:`load`.
     """
-    return Rubric(compile_ir(parse_source(text, name), origin), config)
+    return Rubric(compile_ir(parse_source(text, name), origin), config, offline)
 
 
 def _json_path(path) -> str:
@@ -164,16 +177,19 @@ def read_text(path: str | Path) -> str:
         return Path(path).read_text(encoding="utf-8")
 
 
-def load(path: str | Path, config: str | Path | None = None) -> Rubric:
+def load(path: str | Path, config: str | Path | None = None, offline: bool = False) -> Rubric:
     """Load a ``.rubric`` source file or compiled IR ``.json``.
 
     ``config`` is an admiss.toml for gate chains; without it one is looked for beside the
-    rubric, then in the working folder.
+    rubric, then in the working folder. Every model a chain's gates call must have its
+    provider there (else checking raises InputError E140), unless ``offline`` is true: then
+    no model is called, such gates abstain with a reason starting "offline", and each
+    report says the run was offline.
     """
     from admiss.ircache import cached_ir
 
     path = Path(path)
     text = read_text(path)
     if path.suffix == ".json":
-        return Rubric(compile_ir(ir_from_json(text, str(path)), str(path)), config)
-    return Rubric(compile_ir(cached_ir(text, str(path), parse_source), str(path)), config)
+        return Rubric(compile_ir(ir_from_json(text, str(path)), str(path)), config, offline)
+    return Rubric(compile_ir(cached_ir(text, str(path), parse_source), str(path)), config, offline)

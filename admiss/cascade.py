@@ -18,9 +18,13 @@ from typing import Any, Iterable
 import attrs
 
 from admiss import ir
+from admiss.config import ModelCall
 from admiss.gates.base import ABSTAIN, FAIL, PASS, Candidate, GateCheck, GateContext, GateResult
+from admiss.source import Span
 
 SKIPPED = "skipped"
+# The gate kinds that may call a model (consistency does when the bundle has no samples).
+MODEL_GATES = ("judge", "consistency")
 SERVED, ESCALATED, EXHAUSTED = "served", "escalated", "exhausted"
 
 
@@ -67,6 +71,8 @@ class ChainResult:
     served: str | None
     rungs: list[RungRecord]
     top_rung: TopRung | None = None
+    # True when the run was offline and this chain has gates that call models.
+    offline: bool = False
 
     @property
     def verdict(self) -> str:
@@ -112,6 +118,7 @@ class CompiledChain:
             for r in chain.rungs
         ]
         self.rung_names = frozenset(r.name for r in self.rungs)
+        self.offline = ctx.offline and any(g.kind in MODEL_GATES for r in chain.rungs for g in r.gates)
 
     def run(self, candidates: dict[str, Candidate], cost: dict[str, float],
             loop: asyncio.AbstractEventLoop) -> ChainResult:
@@ -130,8 +137,8 @@ class CompiledChain:
             records.append(RungRecord(rung.name, candidate.model or rung.model, cost.get(rung.name, 0.0),
                                       outcome, gates))
             if served:
-                return ChainResult(self.name, rung.name, records, top)
-        return ChainResult(self.name, None, records, top)
+                return ChainResult(self.name, rung.name, records, top, self.offline)
+        return ChainResult(self.name, None, records, top, self.offline)
 
     def top_rung(self, candidates: dict[str, Candidate], cost: dict[str, float]) -> TopRung:
         rung = self.rungs[-1]
@@ -149,6 +156,31 @@ class CompiledChain:
         if rung.costly:
             results.update(loop.run_until_complete(_run_costly(rung.costly, candidate)))
         return _in_written_order(rung, results, "cancelled: another gate on the rung failed")
+
+
+def model_calls(chain: ir.Chain) -> list[ModelCall]:
+    """The models a chain's gates call whatever the bundle holds: each judge's MODEL, each
+    consistency gate's MEANING MODEL."""
+    return [ModelCall(model, f"{gate.kind} gate on rung {rung.name}", span)
+            for rung in chain.rungs for gate in rung.gates for model, span in _models_called(gate)]
+
+
+def _models_called(gate: ir.Gate) -> list[tuple[str, Span]]:
+    if gate.kind == "judge" and gate.model:
+        return [(gate.model, gate.span)]
+    if gate.kind == "consistency" and gate.meaning_model:
+        return [(gate.meaning_model, gate.span_of("meaning_model"))]
+    return []
+
+
+def resampling_calls(chain: CompiledChain, candidates: dict[str, Candidate]) -> list[ModelCall]:
+    """The candidate models a consistency gate will draw new samples from, for one bundle."""
+    from admiss.gates.consistency import draws_samples
+
+    return [ModelCall(candidate.model or "", f"consistency gate on rung {rung.name} (no samples in the bundle, "
+                                             "so it draws new ones from the candidate's model)", gate.ir.span)
+            for rung in chain.rungs if (candidate := candidates.get(rung.name)) is not None
+            for gate in rung.gates if gate.ir.kind == "consistency" and draws_samples(candidate)]
 
 
 def build_gate(gate: ir.Gate, ctx: GateContext) -> GateCheck:

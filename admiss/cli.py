@@ -76,6 +76,11 @@ def check(
     fail_fast: bool = typer.Option(
         False, "--fail-fast", help="Stop at the first bundle that cannot be loaded or checked (exit 2)."
     ),
+    offline: bool = typer.Option(
+        False, "--offline", help="Call no model: gates that would (judges, consistency gates drawing samples or "
+        "asking their MEANING MODEL) abstain with reason \"offline\" and their ON ABSTAIN applies; reports say "
+        "the run was offline. Without it, a model gate whose provider admiss.toml lacks is an error (exit 2)."
+    ),
 ) -> None:
     """Check candidate bundles against a rubric and print evidence-first reports.
 
@@ -83,7 +88,7 @@ def check(
     """
     from admiss.runner import CheckOptions, run_check
 
-    options = CheckOptions(rubric, (fmt or _default_format()).value, chain, config, jobs, fail_fast)
+    options = CheckOptions(rubric, (fmt or _default_format()).value, chain, config, jobs, fail_fast, offline)
     raise typer.Exit(run_check(bundles, options))
 
 

@@ -32,7 +32,7 @@ import math
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import attrs
 
@@ -93,6 +93,50 @@ class Config:
 
     def price_for(self, model: str) -> Price | None:
         return self.prices.get(model.casefold())
+
+
+def provider_name(model: str) -> str | None:
+    """The provider part of a model id ``"NAME/model"``, or None when it names no provider."""
+    name, slash, rest = model.partition("/")
+    return name if slash and name and rest else None
+
+
+@attrs.frozen
+class ModelCall:
+    """A model that some part of a rubric will call, and where the rubric asks for it."""
+
+    model: str
+    # Who calls it, for the message: "judge gate", "rung strong", ...
+    caller: str
+    span: Span = NO_SPAN
+
+
+def missing_providers(config: Config, calls: Iterable[ModelCall], file: str | None = None) -> list[Diagnostic]:
+    """E140 for each call whose model has no ``[providers.NAME]`` table in ``config``.
+
+    Checked before any bundle, so a missing table is a configuration error and never a
+    gate that silently abstains (and, left fail_open, passes) on every bundle.
+    """
+    found = []
+    for call in calls:
+        name = provider_name(call.model)
+        if name is not None and name in config.providers:
+            continue
+        missing = (f"no [providers.{name}] table in {_config_name(config)}" if name is not None
+                   else "the model names no provider (write it as \"provider/model\")")
+        found.append(Diagnostic("E140", f"{call.caller} calls {call.model}, but {missing}", call.span,
+                                hint=_ways_out(name, config), file=file))
+    return found
+
+
+def _config_name(config: Config) -> str:
+    return str(config.path) if config.path is not None else "admiss.toml (none found beside the rubric or in the working folder)"
+
+
+def _ways_out(name: str | None, config: Config) -> str:
+    where = str(config.path) if config.path is not None else CONFIG_NAME
+    add = f"add [providers.{name}] with its base_url to {where}" if name else "name the provider in the model id"
+    return f"{add}, or run offline (admiss check --offline; admiss.load(..., offline=True)): gates that need a model then abstain"
 
 
 def find_config(explicit: Path | None = None, rubric: Path | None = None, cwd: Path | None = None) -> Path | None:

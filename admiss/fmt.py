@@ -153,7 +153,7 @@ def _words(tokens: list[Token]) -> str:
 
 
 _OPTION_KEYWORDS = {"on_abstain": "ON ABSTAIN", "file": "FILE", "timeout": "TIMEOUT", "model": "MODEL",
-                    "threshold": "THRESHOLD", "judge_rubric": "RUBRIC", "k": "K"}
+                    "threshold": "THRESHOLD", "judge_rubric": "RUBRIC", "k": "K", "meaning": "MEANING MODEL"}
 
 
 def _option_text(option: Tree) -> str:

@@ -45,9 +45,12 @@ class CheckReport:
 class Runtime:
     """Run state shared by the bundles of one run: chains, budgets, loop, clients."""
 
-    def __init__(self, rubric: CompiledRubric, config_path: Path | None = None):
+    def __init__(self, rubric: CompiledRubric, config_path: Path | None = None, offline: bool = False):
         self.rubric = rubric
         self.config_path = config_path
+        # Offline runs make no model calls on purpose; otherwise every model a gate calls
+        # must have its provider configured before a bundle is checked.
+        self.offline = offline
         self._chains: dict[str, Any] = {}
         self._context = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -78,18 +81,31 @@ class Runtime:
                 config=load_config(self.config_path, origin),
                 rubric_file=self.rubric.origin,
                 properties={p.name: p for p in self.rubric.properties},
+                offline=self.offline,
             )
         return self._context
 
     def chain(self, name: str):
         if name not in self._chains:
             from admiss.budget import ErrorBudget
-            from admiss.cascade import CompiledChain
+            from admiss.cascade import CompiledChain, model_calls
 
             ctx = self.gate_context()
             chain_ir = next(c for c in self.rubric.ir.chains if c.name == name)
+            self.require_providers(model_calls(chain_ir))
             self._chains[name] = CompiledChain(chain_ir, ctx, lambda g: ErrorBudget.for_gate(g, ctx.config.gates))
         return self._chains[name]
+
+    def require_providers(self, calls: list) -> None:
+        """Raise InputError E140 for every call whose provider admiss.toml lacks (unless offline)."""
+        from admiss.config import missing_providers
+        from admiss.errors import InputError
+
+        if self.offline:
+            return
+        problems = missing_providers(self.gate_context().config, calls, self.rubric.origin)
+        if problems:
+            raise InputError(problems, _rubric_source(self.rubric.origin))
 
     def event_loop(self) -> asyncio.AbstractEventLoop:
         # One loop for the whole run, so provider clients keep their connections.
@@ -125,9 +141,23 @@ def check_bundle(rubric: CompiledRubric, bundle: Any, bundle_name: str | None = 
 
 
 def _run_chain(runtime: Runtime, chain_name: str, bundle: dict, name: str):
-    from admiss.cascade import candidates_by_rung
+    from admiss.cascade import candidates_by_rung, resampling_calls
 
     compiled = runtime.chain(chain_name)
     rung_problems(bundle, compiled.rung_names, name)
     candidates, costs = candidates_by_rung(bundle, compiled)
+    # The candidate's model is known only from the bundle, so its provider is checked here.
+    runtime.require_providers(resampling_calls(compiled, candidates))
     return compiled.run(candidates, costs, runtime.event_loop())
+
+
+def _rubric_source(origin: str | None):
+    """The rubric's source text, to show the line a diagnostic points at (None for IR files)."""
+    from admiss.source import Source
+
+    if origin is None or not origin.endswith(".rubric"):
+        return None
+    try:
+        return Source(origin, Path(origin).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return None

@@ -13,7 +13,7 @@ import attrs
 
 from admiss.source import NO_SPAN, Span
 
-IR_VERSION = 1
+IR_VERSION = 2
 
 # The seed's seven evidence kinds, in the seed's order.
 BUILTIN_KINDS = (
@@ -44,6 +44,7 @@ OPTION_KEYWORDS = {
     "rubric": "RUBRIC",
     "k": "K",
     "budget_rate": "BUDGET",
+    "meaning_model": "MEANING MODEL",
 }
 
 _span_field = attrs.field(default=NO_SPAN, eq=False, repr=False)
@@ -91,6 +92,8 @@ class Gate:
     properties: tuple[Ref, ...] = ()
     budget_rate: float | None = None
     budget_window: int | None = None
+    # consistency only: the model that decides whether two answers mean the same.
+    meaning_model: str | None = None
     span: Span = _span_field
     # Where each option was written (keyword through value), by option name, and where its
     # value was written, so a diagnostic about a value points at the value.
@@ -165,7 +168,8 @@ def _property_out(p: Property) -> dict:
     }
 
 
-_GATE_OPTIONS = ("file", "cmd", "timeout_s", "model", "threshold", "rubric", "k", "budget_rate", "budget_window")
+_GATE_OPTIONS = ("file", "cmd", "timeout_s", "model", "threshold", "rubric", "k", "budget_rate", "budget_window",
+                 "meaning_model")
 
 
 def _gate_out(g: Gate) -> dict:

@@ -173,7 +173,7 @@ def _number(token: Token) -> int | float:
     return int(token) if "." not in token else float(token)
 
 
-_STRING_OPTIONS = {"file": "file", "model": "model", "judge_rubric": "rubric"}
+_STRING_OPTIONS = {"file": "file", "model": "model", "judge_rubric": "rubric", "meaning": "meaning_model"}
 def lower(tree: Tree, file: str, default_name: str) -> tuple[ir.Rubric, list[Diagnostic]]:
     """The IR for a parse tree, and the structural problems found on the way."""
     lowering = _Lowering(file)

@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence
 import attrs
 import httpx
 
-from admiss.config import Config, ProviderConfig
+from admiss.config import Config, ProviderConfig, provider_name
 
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
 # Backoff doubles from BACKOFF_S per retry, and a server's Retry-After is honoured up to MAX_DELAY_S.
@@ -49,10 +49,10 @@ class Completion:
 
 def split_model(model: str) -> tuple[str, str]:
     """``"NAME/model"`` → ``("NAME", "model")``; the model part may itself contain slashes."""
-    name, slash, rest = model.partition("/")
-    if not slash or not name or not rest:
+    name = provider_name(model)
+    if name is None:
         raise ProviderError(f"model {model!r} names no provider: write it as \"provider/model\"")
-    return name, rest
+    return name, model[len(name) + 1:]
 
 
 def cost_usd(config: Config, model: str, usages: Sequence[Usage | None]) -> tuple[float, str | None]:

@@ -127,6 +127,7 @@ class CheckOptions(NamedTuple):
     config: Path | None = None
     jobs: int = 1
     fail_fast: bool = False
+    offline: bool = False
 
 
 # What crosses between processes is kept to plain tuples of strings and numbers: pickling
@@ -149,6 +150,9 @@ class CheckRun:
         self.many = many
         self.rubrics: dict[Path, Any] = {}
         self.fixed_rubric = self.rubric_at(options.rubric) if options.rubric else None
+        if self.fixed_rubric is not None:
+            # Before any bundle: a gate's missing provider stops the run here, once.
+            self.fixed_rubric.prepare(options.chain)
 
     def __getstate__(self) -> dict:
         return {"options": self.options, "many": self.many, "fixed_rubric": self.fixed_rubric, "rubrics": {}}
@@ -158,7 +162,7 @@ class CheckRun:
 
         key = path.resolve()
         if key not in self.rubrics:
-            self.rubrics[key] = load(path, self.options.config)
+            self.rubrics[key] = load(path, self.options.config, self.options.offline)
         return self.rubrics[key]
 
     def close(self) -> None:

@@ -14,7 +14,7 @@ from admiss.ir import BUILTIN_KINDS
 
 KEYWORDS = {"RUBRIC", "KINDS", "PROPERTY", "ADMIT", "FORBID", "REJECT", "SHORTCUT", "DEFAULT", "CHAIN",
             "RUNG", "GATE", "MODEL", "ON", "ABSTAIN", "FILE", "CMD", "TIMEOUT", "THRESHOLD", "K", "BUDGET",
-            "WINDOW"}
+            "WINDOW", "MEANING"}
 names = st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True).filter(lambda n: n.upper() not in KEYWORDS)
 labels = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
 custom_kinds = st.lists(names.filter(lambda n: n not in BUILTIN_KINDS), max_size=3, unique=True)
@@ -90,7 +90,8 @@ _OPTIONS = {
                    st.sampled_from(["TIMEOUT 5s", "TIMEOUT 1.5m", "TIMEOUT 250ms", ""])],
     "judge": [st.sampled_from(['MODEL "openai/gpt-5"', 'MODEL "x"']), labels.map(lambda q: "RUBRIC " + _string(q)),
               st.sampled_from(["THRESHOLD 0.7", "THRESHOLD 1", ""])],
-    "consistency": [st.sampled_from(["K 3", "K 5"]), st.sampled_from(["THRESHOLD 0.8", ""])],
+    "consistency": [st.sampled_from(["K 3", "K 5"]), st.sampled_from(["THRESHOLD 0.8", ""]),
+                    st.sampled_from(['MEANING MODEL "openai/gpt-5-mini"', ""])],
 }
 _COMMON_OPTIONS = [st.sampled_from(["ON ABSTAIN fail_closed", "ON ABSTAIN fail_open", ""]),
                    st.sampled_from(["BUDGET 0.2 WINDOW 50", ""])]

@@ -85,7 +85,7 @@ def test_compile_is_deterministic(admiss_cli, seed):
     first = admiss_cli("compile", "sec.rubric").out
     second = admiss_cli("compile", "sec.rubric").out
     assert first == second
-    assert json.loads(first)["ir_version"] == 1
+    assert json.loads(first)["ir_version"] == 2
 
 
 def test_compile_failure_leaves_the_output_file_alone(admiss_cli, seed, tmp_path):

@@ -51,6 +51,7 @@ CHAIN serve {
     GATE judge MODEL "openai/gpt-5" RUBRIC "Correct?"
     GATE consistency K 5 THRESHOLD 0.8
     GATE consistency K 1
+    GATE consistency K 3 MEANING MODEL "openai/gpt-5-mini"
   }
   RUNG empty { }
 }
@@ -179,8 +180,8 @@ MUTATIONS = {
     "extra property key": _set(PROP + ("note",), "x"),
     "extra ref key": _set(PROP + ("admit", 0, "note"), "x"),
     "extra gate key": _set(GATE + (0, "note"), "x"),
-    "ir_version 2": _set(("ir_version",), 2),
-    "ir_version as string": _set(("ir_version",), "1"),
+    "ir_version 1": _set(("ir_version",), 1),
+    "ir_version as string": _set(("ir_version",), "2"),
     "name missing": _delete(("name",)),
     "name not a string": _set(("name",), 5),
     "title not a string": _set(PROP + ("title",), 5),

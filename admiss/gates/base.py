@@ -69,6 +69,9 @@ class GateContext:
     rubric_file: str | None = None
     # The rubric's compiled properties by name, for the admissibility gate.
     properties: dict[str, Any] = attrs.field(factory=dict)
+    # True for a run without model calls on purpose (admiss check --offline): a gate that
+    # would call a model abstains with a reason starting "offline" instead.
+    offline: bool = False
 
 
 @attrs.frozen

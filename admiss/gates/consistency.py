@@ -11,6 +11,12 @@ abstains), else from k concurrent new calls to the candidate's model when admiss
 configures its provider and the bundle has a prompt, else the gate abstains. Maker ==
 checker is intended here: the signal is the model's own stability. New calls are priced
 by ``[prices]`` as gate cost.
+
+With ``MEANING MODEL "provider/model"`` equivalence is decided by meaning instead
+(admiss.gates.meaning): the candidate and its samples are clustered by bidirectional
+entailment, the score is the share of the k samples in the candidate's cluster, and the
+details give the clusters, their semantic entropy and every entailment call, priced as
+gate cost. A failed call abstains with ``error``; a rejected reply abstains without.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from admiss import ir
 from admiss.errors import Diagnostic, InputError
 from admiss.gates.base import ABSTAIN, FAIL, PASS, Candidate, GateCheck, GateContext, GateResult
 from admiss.gates.json_valid import NotJSON, parse_output
+from admiss.gates.meaning import Asker, clusters_of, needs_calls, semantic_entropy, share_with
 from admiss.providers import Completion, ProviderError, cost_usd
 
 DEFAULT_K = 5
@@ -37,7 +44,7 @@ def build(gate: ir.Gate, ctx: GateContext) -> GateCheck:
     if k < 1:
         raise InputError([Diagnostic("E001", f"K must be at least 1, not {k}", span=gate.span_of("k"), file=ctx.rubric_file)])
     threshold = gate.threshold if gate.threshold is not None else DEFAULT_THRESHOLD
-    return GateCheck(kind=gate.kind, cheap=False, arun=_Consistency(k, threshold, ctx).run)
+    return GateCheck(kind=gate.kind, cheap=False, arun=_Consistency(k, threshold, ctx, gate.meaning_model).run)
 
 
 def equivalent(a: str, b: str) -> bool:
@@ -72,6 +79,12 @@ def _json_equal(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
+def draws_samples(candidate: Candidate) -> bool:
+    """Whether the gate will call the candidate's model for samples (the bundle has none)."""
+    return not candidate.samples and candidate.output is not None and candidate.prompt is not None \
+        and candidate.model is not None
+
+
 class _NoSamples(Exception):
     """No way to get k samples; the message says what is missing."""
 
@@ -81,23 +94,27 @@ class _Consistency:
     k: int
     threshold: float
     ctx: GateContext
+    # The model that decides meaning (MEANING MODEL), or None to compare texts and values.
+    meaning_model: str | None = None
 
     async def run(self, candidate: Candidate) -> GateResult:
         if candidate.output is None:
             return GateResult(ABSTAIN, reason="no output to compare samples with")
         if candidate.samples:
-            return self._bundle_samples(candidate)
+            return await self._bundle_samples(candidate)
+        if self.ctx.offline:
+            return GateResult(ABSTAIN, reason="offline: no samples in the bundle, and no new ones drawn")
         try:
             self._check_can_resample(candidate)
         except _NoSamples as exc:
             return GateResult(ABSTAIN, reason=str(exc))
         return await self._new_samples(candidate)
 
-    def _bundle_samples(self, candidate: Candidate) -> GateResult:
+    async def _bundle_samples(self, candidate: Candidate) -> GateResult:
         samples = candidate.samples or ()
         if len(samples) < self.k:
             return GateResult(ABSTAIN, reason=f"the bundle has {len(samples)} sample(s), K is {self.k}")
-        return self._scored(candidate.output or "", samples[: self.k], "bundle")
+        return await self._decided(candidate, samples[: self.k], "bundle")
 
     def _check_can_resample(self, candidate: Candidate) -> None:
         missing = []
@@ -121,8 +138,37 @@ class _Consistency:
         failures = [r for r in replies if isinstance(r, BaseException)]
         if failures:
             return _abstain_on(failures, cost, cost_note)
-        result = self._scored(candidate.output or "", [c.text for c in completions], "provider")
-        return attrs.evolve(result, cost_usd=cost, details={**(result.details or {}), "cost_note": cost_note})
+        result = await self._decided(candidate, [c.text for c in completions], "provider")
+        notes = "; ".join(n for n in (cost_note, (result.details or {}).get("cost_note")) if n) or None
+        return attrs.evolve(result, cost_usd=cost + result.cost_usd, details={**(result.details or {}), "cost_note": notes})
+
+    async def _decided(self, candidate: Candidate, samples: Sequence[str], source: str) -> GateResult:
+        if self.meaning_model is None:
+            return self._scored(candidate.output or "", samples, source)
+        return await self._by_meaning(self.meaning_model, candidate, samples, source)
+
+    async def _by_meaning(self, model: str, candidate: Candidate, samples: Sequence[str], source: str) -> GateResult:
+        answers = [candidate.output or "", *samples]
+        canonical = [_canonical(answer) for answer in answers]
+
+        def cheaply_same(a: int, b: int) -> bool:
+            return _same(canonical[a], canonical[b])
+
+        if self.ctx.offline and needs_calls(len(answers), cheaply_same):
+            return GateResult(ABSTAIN, reason=f"offline: meaning model {model} not called")
+        asker = Asker(model, candidate.prompt, answers, self.ctx)
+        clusters = await clusters_of(len(answers), cheaply_same, asker.entails)
+        details = {"samples_from": source, "k": self.k, "cost_note": "; ".join(sorted(asker.cost_notes)) or None}
+        if asker.failure is not None:
+            return GateResult(ABSTAIN, reason=asker.failure, error=asker.gate_fault, cost_usd=asker.cost_usd,
+                              details={**details, "meaning": asker.receipt(None)})
+        agreeing, score = share_with(clusters, 0, self.k)
+        passed = score >= self.threshold
+        entropy = semantic_entropy(clusters)
+        reason = (f"{agreeing}/{self.k} samples mean the same as the candidate ({len(clusters)} cluster(s), "
+                  f"semantic entropy {entropy:.3f}): score {score:g} {'>=' if passed else '<'} threshold {self.threshold:g}")
+        return GateResult(PASS if passed else FAIL, score=score, reason=reason, cost_usd=asker.cost_usd,
+                          details={**details, "agreeing": agreeing, "meaning": asker.receipt(clusters)})
 
     def _scored(self, output: str, samples: Sequence[str], source: str) -> GateResult:
         reference = _canonical(output)

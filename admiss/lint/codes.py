@@ -18,9 +18,11 @@ from admiss.lint.rules import (
     empty_rubric,
     empty_rung,
     floor_gate_fail_open,
+    judge_fail_open,
     judge_grades_own_rung,
     judge_rung_without_model,
     kind_admitted_and_forbidden,
+    meaning_model_fail_open,
     no_shortcut_rejections,
     permissive_threshold,
     property_admits_nothing,
@@ -84,6 +86,8 @@ RULES = (
     Rule("ADM019", property_admits_nothing, "warning"),
     Rule("ADM020", repeated_list_entry, "warning"),
     Rule("ADM021", permissive_threshold, "warning"),
+    Rule("ADM040", judge_fail_open, "warning"),
+    Rule("ADM041", meaning_model_fail_open, "warning"),
 )
 # Checks the suppression comments against what the rules above reported.
 UNUSED_SUPPRESSION = Rule("ADM100", unused_suppression, "warning")

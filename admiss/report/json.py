@@ -86,11 +86,16 @@ def gate_dict(record: "GateRecord") -> dict[str, Any]:
     # The admissibility gate's property reports appear in the chain's report.
     if record.details and "properties" in record.details:
         out["properties"] = [property_dict(r) for r in record.details["properties"]]
+    # A consistency gate deciding by meaning shows its clusters, entropy and every call.
+    if record.details and "meaning" in record.details:
+        out["meaning"] = record.details["meaning"]
     return out
 
 
 def chain_dict(chain: "ChainResult") -> dict[str, Any]:
+    # An offline run says so at the top of the receipt, and nothing is added otherwise.
     out = {
+        **({"offline": True} if chain.offline else {}),
         "name": chain.name,
         "served": chain.served,
         "rungs": [
@@ -112,11 +117,16 @@ def chain_dict(chain: "ChainResult") -> dict[str, Any]:
     return out
 
 
+def _offline(report: "CheckReport") -> bool:
+    return report.chain is not None and report.chain.offline
+
+
 def report_dict(report: "CheckReport") -> dict[str, Any]:
     bases: dict[int, dict] | None = {} if len(report.properties) > 1 else None
     out = {
         "bundle": report.bundle_name,
         "rubric": report.rubric.name,
+        **({"offline": True} if _offline(report) else {}),
         "verdict": report.verdict,
         "aggregate": report.aggregate,
         "missing_evidence_count": report.missing_evidence_count,
@@ -215,6 +225,7 @@ def report_json(report: "CheckReport") -> str:
     items: dict[int, tuple[str, str]] = {}  # per item (by id, for this call): its encoded fields
     properties = ", ".join([_property_text(r, items) for r in report.properties])
     chain = "" if report.chain is None else f', "chain": {_dumps(chain_dict(report.chain))}'
-    return (f'{{"bundle": {_dumps(report.bundle_name)}, "rubric": {_encode_string(report.rubric.name)}, '
+    offline = ', "offline": true' if _offline(report) else ""
+    return (f'{{"bundle": {_dumps(report.bundle_name)}, "rubric": {_encode_string(report.rubric.name)}{offline}, '
             f'"verdict": "{report.verdict}", "aggregate": "{report.aggregate}", '
             f'"missing_evidence_count": {report.missing_evidence_count}, "properties": [{properties}]{chain}}}')

@@ -12,6 +12,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from admiss.report.text import OFFLINE_LINE
+
 if TYPE_CHECKING:
     from admiss.cascade import ChainResult
     from admiss.compiler import PropertyResult
@@ -81,6 +83,9 @@ def print_report(report: "CheckReport", console: Console | None = None) -> None:
     console = console or Console()
     if report.bundle_name:
         console.rule(report.bundle_name)
+    if report.chain is not None and report.chain.offline:
+        console.print(Panel(Text(OFFLINE_LINE, style="bold yellow"), title="OFFLINE", title_align="left",
+                            border_style="yellow"))
     for result in report.properties:
         console.print(property_panel(result))
     console.print(Text.assemble("aggregate: ", _verdict(report.aggregate),

@@ -78,4 +78,10 @@ def report_text(report: "CheckReport") -> str:
     if report.chain is None:
         return text
     # A chain's receipt follows the seed's report, so property-only rubrics keep its bytes.
-    return text + "\n\n" + "\n".join(chain_lines(report.chain)) + f"\nverdict: {report.verdict}"
+    text = text + "\n\n" + "\n".join(chain_lines(report.chain)) + f"\nverdict: {report.verdict}"
+    return f"{OFFLINE_LINE}\n{text}" if report.chain.offline else text
+
+
+# The first line of a report from an offline run whose chain has model gates.
+OFFLINE_LINE = 'offline: no model was called; gates that needed one abstained with reason "offline"'
+

@@ -1,16 +1,19 @@
 """A real chat-completions server on 127.0.0.1 with scripted replies, for judge and consistency.
 
 Tests queue replies (``server.script(...)``); each request takes the next one, or the default
-when the queue is empty. Every request is recorded (headers and JSON body) so tests can
-check what was sent, and that nothing was sent.
+when the queue is empty. A test may instead set ``server.rule``, a function from the recorded
+request to its reply, for replies that follow a fixed rule (the entailment tests do). Every
+request is recorded (headers and JSON body) so tests can check what was sent, and that
+nothing was sent.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Callable
 
 import attrs
 
@@ -57,12 +60,25 @@ class Recorded:
     headers: dict[str, str]
     body: Any
 
+    def fenced(self) -> dict[str, str]:
+        """The texts fenced in the last message, by label (``TASK``, ``ANSWER_A``, ...)."""
+        content = self.body["messages"][-1]["content"]
+        return {m[1]: m[3] for m in _FENCE.finditer(content)}
+
+
+_FENCE = re.compile(r"<<<(\w+) (\w+)>>>\n(.*?)\n<<<END \1 \2>>>", re.S)
+
 
 class ChatServer:
     def __init__(self) -> None:
         self.requests: list[Recorded] = []
         self.default = grade()
+        # When set, every request's reply is rule(request): the queue and default are unused.
+        self.rule: Callable[[Recorded], Reply] | None = None
         self._queue: list[Reply] = []
+        # The most requests the server has held at once (a bound on concurrency shows here).
+        self.max_in_flight = 0
+        self._in_flight = 0
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._held: threading.Barrier | None = None
@@ -83,11 +99,19 @@ class ChatServer:
     def next_reply(self, recorded: Recorded) -> Reply:
         with self._lock:
             self.requests.append(recorded)
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
+            if self.rule is not None:
+                return self.rule(recorded)
             return self._queue.pop(0) if self._queue else self.default
 
     def hold_replies_until(self, count: int, timeout_s: float = 10.0) -> None:
         """Answer nothing until ``count`` requests are in flight together (proves concurrency)."""
         self._held = threading.Barrier(count, timeout=timeout_s)
+
+    def replied(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
 
     def before_reply(self, reply: Reply) -> None:
         if self._held is not None:
@@ -124,6 +148,8 @@ def _handler_for(server: ChatServer) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(data)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client timed out and hung up, as some tests intend
+            finally:
+                server.replied()
 
         def log_message(self, format: str, *args: Any) -> None:
             pass

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import sqlite3
 from pathlib import Path
 
@@ -15,6 +16,8 @@ import pytest
 from savings_receipts import PRICES, receipts, write_jsonl, write_store
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "gates"))
+from chat_server import ChatServer  # noqa: E402
 BUNDLES = sorted((ROOT / "rubrics" / "bundles" / "sec_filings_serve").glob("*.json"))
 
 
@@ -38,10 +41,16 @@ def _no_traceback(ran) -> None:
 @pytest.fixture
 def replay(admiss_cli, tmp_path):
     """The JSON reports of the shipped chain bundles, with subprocess gates priced so that
-    gate spend is not zero."""
+    gate spend is not zero, and the judge answered by a real chat server on 127.0.0.1 (a
+    passing grade) so the replay gates as the live cascade would."""
+    judge = ChatServer().start()
     config = tmp_path / "admiss.toml"
-    config.write_text("[gates]\nsubprocess_usd_per_second = 0.02\n", encoding="utf-8")
-    ran = admiss_cli("check", "--format", "json", "--config", config, *BUNDLES)
+    config.write_text(f'[providers.openai]\nbase_url = "{judge.url}"\n\n'
+                      "[gates]\nsubprocess_usd_per_second = 0.02\n", encoding="utf-8")
+    try:
+        ran = admiss_cli("check", "--format", "json", "--config", config, *BUNDLES)
+    finally:
+        judge.stop()
     assert ran.code == 1, ran.err  # exhausted.json fails
     reports = tmp_path / "reports.json"
     reports.write_text(ran.out, encoding="utf-8")
@@ -333,9 +342,10 @@ def test_a_bundle_without_a_top_rung_cost_leaves_its_request_unpriced(admiss_cli
     bundle = json.loads(BUNDLES[0].read_text(encoding="utf-8"))  # draft_served.json
     assert BUNDLES[0].name == "draft_served.json"
     del bundle["candidates"][1]["cost_usd"]
-    bundle["rubric"] = str(ROOT / "rubrics" / "sec_filings_serve.rubric")
     (tmp_path / "b.json").write_text(json.dumps(bundle), encoding="utf-8")
-    report = admiss_cli("check", "--format", "json", tmp_path / "b.json")
+    # The draft serves, so the strong rung's judge is never reached: offline calls nothing.
+    report = admiss_cli("check", "--offline", "--format", "json", "--rubric",
+                        ROOT / "rubrics" / "sec_filings_serve.rubric", tmp_path / "b.json")
     assert json.loads(report.out)["chain"]["top_rung"] == {"rung": "strong", "model": "anthropic/claude-sonnet-5",
                                                            "cost_usd": None}
     (tmp_path / "r.json").write_text(report.out, encoding="utf-8")

@@ -62,6 +62,11 @@ class Rubric:
             self._runtime = Runtime(self.compiled, self.config)
         return check_bundle(self.compiled, bundle, name, self._runtime, chain)
 
+    def gate_health(self) -> list:
+        """Each gate's error budget in this Rubric's run so far: whether its budget disabled
+        it, why, and its error rate (a list of ``admiss.cascade.GateHealth``)."""
+        return self._runtime.gate_health() if self._runtime is not None else []
+
     def to_ir_json(self) -> str:
         """The IR as deterministic JSON text (what ``admiss compile`` writes)."""
         return ir.to_json(self.compiled.ir)

@@ -19,6 +19,7 @@ subprocess_usd_per_second = 0.0   # wall time of subprocess gates, priced
 budget_rate = 0.5                 # error budget: disable past this error rate ...
 budget_window = 20                # ... over the last N runs of the gate ...
 budget_min_runs = 5               # ... once it has run at least this often
+on_disabled = "fail"              # a gate disabled by its budget counts as a fail, or "skip"
 ```
 
 Unknown tables and keys are errors (a misspelt ``api_key_env`` must not silently send
@@ -48,6 +49,7 @@ CONFIG_NAME = "admiss.toml"
 
 DEFAULT_PROVIDER_TIMEOUT_S = 60.0
 DEFAULT_PROVIDER_MAX_RETRIES = 2
+ON_DISABLED = ("fail", "skip")
 
 
 @attrs.frozen
@@ -80,6 +82,8 @@ class GateDefaults:
     budget_rate: float = 0.5
     budget_window: int = 20
     budget_min_runs: int = 5
+    # What a gate disabled by its error budget counts as: ON_DISABLED_FAIL or ON_DISABLED_SKIP.
+    on_disabled: str = "fail"
 
 
 @attrs.frozen
@@ -198,6 +202,7 @@ class _Reader:
             budget_rate=rate,
             budget_window=self._count(table, where, "budget_window", defaults.budget_window, minimum=1),
             budget_min_runs=self._count(table, where, "budget_min_runs", defaults.budget_min_runs, minimum=1),
+            on_disabled=self._choice(table, where, "on_disabled", ON_DISABLED, defaults.on_disabled),
         )
 
     # ------------------------------------------------------------ typed values
@@ -223,6 +228,13 @@ class _Reader:
         value = self._typed(table, where, key, int, "an integer", default=default)
         if value < minimum:
             self._fail(where, key, f"{_dotted(where, key)} must be at least {minimum}, not {value}")
+        return value
+
+    def _choice(self, table: dict, where: tuple[str, ...], key: str, choices: tuple[str, ...], default: str) -> str:
+        value = self._typed(table, where, key, str, "a string", default=default)
+        if value not in choices:
+            listed = " or ".join(f'"{c}"' for c in choices)
+            self._fail(where, key, f"{_dotted(where, key)} must be {listed}, not {value!r}")
         return value
 
     def _known_keys(self, table: dict, known: tuple[str, ...], where: tuple[str, ...]) -> None:

@@ -6,6 +6,7 @@ their error budgets, the event loop and the provider clients.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -88,8 +89,13 @@ class Runtime:
 
             ctx = self.gate_context()
             chain_ir = next(c for c in self.rubric.ir.chains if c.name == name)
-            self._chains[name] = CompiledChain(chain_ir, ctx, lambda g: ErrorBudget.for_gate(g, ctx.config.gates))
+            self._chains[name] = CompiledChain(chain_ir, ctx, lambda g: ErrorBudget.for_gate(g, ctx.config.gates),
+                                               _warn)
         return self._chains[name]
+
+    def gate_health(self) -> list:
+        """The error-budget state of every gate of the chains run so far (``cascade.GateHealth``)."""
+        return [health for chain in self._chains.values() for health in chain.gate_health()]
 
     def event_loop(self) -> asyncio.AbstractEventLoop:
         # One loop for the whole run, so provider clients keep their connections.
@@ -109,6 +115,12 @@ class Runtime:
             self._chains.clear()
         self._loop.close()
         self._loop = None
+
+
+def _warn(message: str) -> None:
+    # A gate switched off mid-run changes what every later verdict means: say so at once.
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
 
 
 def check_bundle(rubric: CompiledRubric, bundle: Any, bundle_name: str | None = None,

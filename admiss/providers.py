@@ -2,7 +2,9 @@
 
 A model id ``"NAME/model"`` goes to ``[providers.NAME]`` with model ``model``. Every failure
 (no such provider, unset key, connection, HTTP status, timeout, malformed reply) raises
-:class:`ProviderError`, which the gates turn into an abstain with ``error=True``.
+:class:`ProviderError`, which the gates turn into an abstain with a fault: the gate's, except
+when the server refused the request for what it carried (``content_refused``: HTTP 400, 413
+or 422, e.g. a candidate too long for the model's context), which is the candidate's.
 
 Only idempotent failures are retried: connection errors (the request never arrived), 429,
 502, 503 and 504 (the server says it did not do the work). A 500 or a read timeout may have
@@ -21,6 +23,9 @@ import httpx
 from admiss.config import Config, ProviderConfig
 
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
+# Statuses by which a server refuses a request for its content (too long, filtered, malformed
+# text), not for the provider's configuration or health: the candidate's fault, not the gate's.
+CONTENT_REFUSED_STATUSES = frozenset({400, 413, 422})
 # Backoff doubles from BACKOFF_S per retry, and a server's Retry-After is honoured up to MAX_DELAY_S.
 BACKOFF_S = 0.25
 MAX_DELAY_S = 4.0
@@ -29,9 +34,11 @@ MAX_DELAY_S = 4.0
 class ProviderError(Exception):
     """A model call failed; ``reason`` says how, in words fit for a report."""
 
-    def __init__(self, reason: str):
+    def __init__(self, reason: str, content_refused: bool = False):
         super().__init__(reason)
         self.reason = reason
+        # True when the server refused the request for what it carried, not for being down.
+        self.content_refused = content_refused
 
 
 @attrs.frozen
@@ -128,7 +135,8 @@ class ChatClient:
         if response.is_success:
             return response
         tried = f" after {retries} retries" if retries else ""
-        raise ProviderError(f"{self._where()}: HTTP {response.status_code}{tried}{_error_detail(response)}")
+        raise ProviderError(f"{self._where()}: HTTP {response.status_code}{tried}{_error_detail(response)}",
+                            content_refused=response.status_code in CONTENT_REFUSED_STATUSES)
 
     def _where(self) -> str:
         return f"provider {self.config.name}"

@@ -8,15 +8,20 @@ concurrently and cancel the rest at the first fail.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 import attrs
 
 from admiss.config import Config
-from admiss.providers import Providers
+from admiss.providers import ProviderError, Providers
 
 PASS, FAIL, ABSTAIN = "pass", "fail", "abstain"
+# Whose fault a malfunction is (docs/gates.md, "Whose fault an error is"). Only the gate's own
+# faults count against its error budget: a candidate that makes a gate stumble abstains
+# itself, so no run of crafted outputs can switch a check off for the candidates after it.
+GATE_FAULT, CANDIDATE_FAULT = "gate", "candidate"
 
 
 @attrs.frozen
@@ -38,12 +43,38 @@ class GateResult:
     verdict: str  # PASS, FAIL or ABSTAIN
     score: float | None = None
     reason: str = ""
-    # True when the gate malfunctioned (crash, timeout, malformed reply, provider failure):
-    # such results count against the gate's error budget; genuine fails do not.
-    error: bool = False
+    # Set when the gate could not judge the candidate: GATE_FAULT when the gate or what it
+    # depends on broke (counts against its error budget), CANDIDATE_FAULT when this
+    # candidate's own content caused it (counts against the candidate only). None otherwise,
+    # including for a genuine fail or an honest "cannot tell".
+    fault: str | None = None
     cost_usd: float = 0.0
     # Anything else a report should carry (e.g. the admissibility gate's property reports).
     details: dict[str, Any] | None = None
+
+    @property
+    def error(self) -> bool:
+        """Whether the gate malfunctioned on this candidate, whoever's fault it was."""
+        return self.fault is not None
+
+
+def unsendable(candidate: Candidate) -> GateResult | None:
+    """An abstain (the candidate's fault) when its text cannot leave this process as UTF-8.
+
+    A lone surrogate (``"\\ud800"`` in the bundle's JSON) is a str Python holds but no UTF-8
+    encoder writes; the gates that send the candidate to a program or a model check first.
+    """
+    try:
+        json.dumps([candidate.output, candidate.prompt, candidate.meta], ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        reason = "the candidate's output, prompt or meta is not valid Unicode (it holds a lone surrogate)"
+        return GateResult(ABSTAIN, reason=reason, fault=CANDIDATE_FAULT)
+    return None
+
+
+def provider_fault(exc: ProviderError) -> str:
+    """Whose fault a failed model call is: the candidate's when the server refused its content."""
+    return CANDIDATE_FAULT if exc.content_refused else GATE_FAULT
 
 
 def _config_or_defaults(config: Config | None) -> Config:

@@ -22,7 +22,8 @@ import attrs
 
 from admiss import ir
 from admiss.errors import Diagnostic, InputError
-from admiss.gates.base import ABSTAIN, FAIL, PASS, Candidate, GateCheck, GateContext, GateResult
+from admiss.gates.base import (ABSTAIN, CANDIDATE_FAULT, FAIL, GATE_FAULT, PASS, Candidate, GateCheck, GateContext,
+                                GateResult, provider_fault, unsendable)
 from admiss.gates.json_valid import NotJSON, parse_output
 from admiss.providers import Completion, ProviderError, cost_usd
 
@@ -91,7 +92,7 @@ class _Consistency:
             self._check_can_resample(candidate)
         except _NoSamples as exc:
             return GateResult(ABSTAIN, reason=str(exc))
-        return await self._new_samples(candidate)
+        return unsendable(candidate) or await self._new_samples(candidate)
 
     def _bundle_samples(self, candidate: Candidate) -> GateResult:
         samples = candidate.samples or ()
@@ -139,4 +140,7 @@ def _abstain_on(failures: list[BaseException], cost: float, cost_note: str | Non
     if unexpected:
         raise unexpected[0]
     reason = f"{len(failures)} sampling call(s) failed: {failures[0]}"
-    return GateResult(ABSTAIN, reason=reason, error=True, cost_usd=cost, details={"cost_note": cost_note})
+    # The gate's fault unless every failed call was refused for what it carried (the prompt).
+    faults = {provider_fault(f) for f in failures}
+    fault = CANDIDATE_FAULT if faults == {CANDIDATE_FAULT} else GATE_FAULT
+    return GateResult(ABSTAIN, reason=reason, fault=fault, cost_usd=cost, details={"cost_note": cost_note})

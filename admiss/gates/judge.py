@@ -1,7 +1,7 @@
 """``judge MODEL "provider/name" RUBRIC "..." [THRESHOLD t]``: a different model grades.
 
 Maker ≠ checker is structural: when the judge model is the candidate's model the gate
-abstains (``error=False``) before any call. Models are compared on the name after the last
+abstains (no fault: an honest "cannot tell") before any call. Models are compared on the name after the last
 ``/``, case-folded, so ``openai/GPT-5`` and ``azure/gpt-5`` count as the same model.
 
 The prompt pins a system message and fences the task prompt and the candidate output as
@@ -12,7 +12,10 @@ The reply must be exactly one JSON object (surrounding whitespace and one Markdo
 ```json fence around it are tolerated, as many models add them) whose keys are, in this
 order: ``failure_hypotheses`` (a non-empty list of non-empty strings), ``evidence`` (a list
 or a string), ``rationale`` (a string), ``score`` (a number in [0, 1]). Any other reply
-abstains with ``error=True`` and says why. Pass iff score >= THRESHOLD (default 0.7).
+abstains and says why, as the candidate's fault: the reply is about this candidate, whose
+text may have talked the judge out of the format, so it never counts against the judge's
+error budget. A provider failure is the gate's fault, unless the server refused the request
+for its content. Pass iff score >= THRESHOLD (default 0.7).
 
 Cost: the reply's token usage priced by ``[prices."provider/model"]``; 0 with a note when
 the model is unpriced.
@@ -30,7 +33,8 @@ import attrs
 
 from admiss import ir
 from admiss.errors import Diagnostic, InputError
-from admiss.gates.base import ABSTAIN, FAIL, PASS, Candidate, GateCheck, GateContext, GateResult
+from admiss.gates.base import (ABSTAIN, CANDIDATE_FAULT, FAIL, PASS, Candidate, GateCheck, GateContext, GateResult,
+                                provider_fault, unsendable)
 from admiss.providers import Completion, ProviderError, cost_usd
 
 DEFAULT_THRESHOLD = 0.7
@@ -191,12 +195,15 @@ class _Judge:
             return GateResult(ABSTAIN, reason=reason)
         if candidate.output is None:
             return GateResult(ABSTAIN, reason="no output to grade")
+        unfit = unsendable(candidate)
+        if unfit is not None:
+            return unfit
         nonce = fresh_nonce([candidate.output, candidate.prompt or "", self.rubric])
         messages = judge_messages(self.rubric, candidate.output, candidate.prompt, nonce)
         try:
             completion = await self.ctx.providers.complete(self.model, messages)
         except ProviderError as exc:
-            return GateResult(ABSTAIN, reason=f"judge call failed: {exc.reason}", error=True)
+            return GateResult(ABSTAIN, reason=f"judge call failed: {exc.reason}", fault=provider_fault(exc))
         return self._result(completion)
 
     def _result(self, completion: Completion) -> GateResult:
@@ -206,7 +213,8 @@ class _Judge:
             grade = parse_grade(completion.text)
         except BadReply as exc:
             details["reply"] = completion.text
-            return GateResult(ABSTAIN, reason=f"judge reply rejected: {exc}", error=True, cost_usd=cost, details=details)
+            return GateResult(ABSTAIN, reason=f"judge reply rejected: {exc}", fault=CANDIDATE_FAULT, cost_usd=cost,
+                              details=details)
         details.update(attrs.asdict(grade, recurse=False))
         passed = grade.score >= self.threshold
         reason = f"score {grade.score:g} {'>=' if passed else '<'} threshold {self.threshold:g}: {grade.rationale}"

@@ -21,7 +21,7 @@ from jsonschema.protocols import Validator
 
 from admiss import ir
 from admiss.errors import Diagnostic, InputError
-from admiss.gates.base import ABSTAIN, FAIL, PASS, Candidate, GateCheck, GateContext, GateResult
+from admiss.gates.base import ABSTAIN, CANDIDATE_FAULT, FAIL, GATE_FAULT, PASS, Candidate, GateCheck, GateContext, GateResult
 from admiss.gates.json_valid import NotJSON, parse_output
 from admiss.source import Source, Span
 
@@ -41,7 +41,10 @@ def check(validator: Validator, candidate: Candidate) -> GateResult:
     try:
         errors = list(validator.iter_errors(instance))
     except referencing.exceptions.Unresolvable as exc:
-        return GateResult(ABSTAIN, reason=f"the schema has a $ref that cannot be resolved: {exc}", error=True)
+        return GateResult(ABSTAIN, reason=f"the schema has a $ref that cannot be resolved: {exc}", fault=GATE_FAULT)
+    except RecursionError:
+        # The output parsed, but is nested too deeply for the validator to walk.
+        return GateResult(ABSTAIN, reason="output is nested too deeply to validate", fault=CANDIDATE_FAULT)
     if not errors:
         return GateResult(PASS)
     error = best_match(errors)

@@ -6,10 +6,12 @@ stdin (the candidate never goes in argv or the environment, so it cannot inject 
 the command) and prints ``{"verdict": "pass"|"fail"|"abstain", "score"?: x, "reason"?: s}``
 on stdout, then exits 0.
 
-Abstain with ``error=True`` when: the program is not found or cannot start; it exits
+Abstain as the gate's fault when: the program is not found or cannot start; it exits
 non-zero (even after printing a verdict) or dies on a signal; it runs past the timeout
 (default 30 s); stdout exceeds 1 MiB; stdout is not that JSON object; the score is outside
-[0, 1]. On a timeout, an overflow or cancellation the whole process group is killed, and
+[0, 1]. By the contract a program reports a bad candidate as a verdict, so a broken contract
+is the program's. Abstain as the candidate's fault when the candidate's text cannot be
+written as UTF-8 (a lone surrogate); the program is not started then. On a timeout, an overflow or cancellation the whole process group is killed, and
 anything the program left running in its group is killed when it exits.
 
 Cost: wall time times ``[gates] subprocess_usd_per_second`` (default 0).
@@ -29,7 +31,8 @@ import attrs
 
 from admiss import ir
 from admiss.errors import Diagnostic, InputError
-from admiss.gates.base import ABSTAIN, FAIL, PASS, Candidate, GateCheck, GateContext, GateResult
+from admiss.gates.base import (ABSTAIN, FAIL, GATE_FAULT, PASS, Candidate, GateCheck, GateContext, GateResult,
+                                unsendable)
 
 DEFAULT_TIMEOUT_S = 30.0
 MAX_STDOUT_BYTES = 1024 * 1024
@@ -63,6 +66,9 @@ class _Runner:
     async def run(self, candidate: Candidate) -> GateResult:
         loop = asyncio.get_running_loop()
         started = loop.time()
+        unfit = unsendable(candidate)
+        if unfit is not None:
+            return unfit
         result = await self._verdict(_stdin_payload(candidate))
         cost = (loop.time() - started) * self.usd_per_second
         return attrs.evolve(result, cost_usd=cost)
@@ -72,15 +78,16 @@ class _Runner:
             try:
                 transport, program = await self._start(stderr)
             except _Abstain as exc:
-                return GateResult(ABSTAIN, reason=str(exc), error=True)
+                return GateResult(ABSTAIN, reason=str(exc), fault=GATE_FAULT)
             try:
                 _feed(transport, payload)
                 stdout = await asyncio.wait_for(program.finished, self.timeout_s)
                 return _verdict_from(transport.get_returncode(), stdout, _tail(stderr))
             except asyncio.TimeoutError:
-                return GateResult(ABSTAIN, reason=f"timed out after {self.timeout_s:g}s; process group killed", error=True)
+                return GateResult(ABSTAIN, reason=f"timed out after {self.timeout_s:g}s; process group killed",
+                                  fault=GATE_FAULT)
             except _Abstain as exc:
-                return GateResult(ABSTAIN, reason=str(exc), error=True)
+                return GateResult(ABSTAIN, reason=str(exc), fault=GATE_FAULT)
             finally:
                 # Also on cancellation: a gate cancelled after a sibling failed leaves nothing running.
                 await _end(transport, program)

@@ -4,7 +4,14 @@ The full standard through the ``jsonschema`` library: the draft comes from the s
 ``$schema`` (Draft 2020-12 when absent) and ``format`` is asserted where the library can
 check it. The schema file is read, checked and compiled once, when the gate is built; a
 missing or broken schema is an InputError then, not an abstain on every candidate.
-``$ref`` is resolved within the schema file only: nothing is fetched.
+
+Nothing is fetched that the rubric did not name. A ``$ref`` may point inside the schema (a
+JSON pointer, an ``$anchor``, an embedded ``$id``), to a draft's metaschema (which the
+library ships), or, by a relative path, to a JSON file in the rubric's folder (or below it),
+which is read when the gate is built. Anything else (``http://``, ``file://``, an absolute
+path, ``..`` out of the folder, a symlink out of it, a device) is an InputError (E160) at
+the rubric's FILE string, and the registry the validator gets can retrieve nothing at run
+time.
 """
 
 from __future__ import annotations
@@ -12,12 +19,16 @@ from __future__ import annotations
 import functools
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
+from urllib.parse import urldefrag, urljoin, urlsplit
 
 import jsonschema
 import referencing.exceptions
+import referencing.jsonschema
 from jsonschema.exceptions import best_match
 from jsonschema.protocols import Validator
+from jsonschema_specifications import REGISTRY as METASCHEMAS
+from referencing import Registry, Resource
 
 from admiss import ir
 from admiss.errors import Diagnostic, InputError
@@ -63,7 +74,101 @@ def load_validator(gate: ir.Gate, ctx: GateContext) -> Validator:
         validator_class.check_schema(schema)
     except jsonschema.SchemaError as exc:
         raise _schema_error(path, f"not a valid JSON Schema: {exc.json_path}: {exc.message}") from None
-    return validator_class(schema, format_checker=validator_class.FORMAT_CHECKER)
+    registry = _LocalRefs(gate, ctx).registry(schema, path, _spec_of(schema))
+    return validator_class(schema, registry=registry, format_checker=validator_class.FORMAT_CHECKER)
+
+
+# Keywords whose values are data, not subschemas: a "$ref" inside them is not a reference.
+_DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})
+_REF_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef")
+
+
+def _never_retrieve(uri: str) -> Resource:
+    # Every reference was checked and its file loaded when the gate was built.
+    raise referencing.exceptions.NoSuchResource(ref=uri)
+
+
+class _LocalRefs:
+    """The files a schema's references name beside the rubric, loaded; E160 for anything else."""
+
+    def __init__(self, gate: ir.Gate, ctx: GateContext):
+        self.gate = gate
+        self.ctx = ctx
+        self.folder = ctx.rubric_dir.resolve()
+        self.loaded: dict[str, Any] = {}
+
+    def registry(self, schema: Any, path: Path, spec: referencing.Specification) -> Registry:
+        """A registry holding every file ``schema`` refers to, transitively, and able to fetch nothing."""
+        pending = [(schema, path, _id_of(schema) or "")]
+        known: set[str] = set()
+        while pending:
+            document, where, base = pending.pop()
+            known |= {base, *_ids_in(document, base)}
+            for written, target in _refs_in(document, base):
+                url = urldefrag(target)[0]
+                if url in known or url in self.loaded or url in METASCHEMAS:
+                    continue
+                file = self._beside_rubric(written, where)
+                self.loaded[url] = contents = _read_schema(file, self.gate, self.ctx)
+                pending.append((contents, file, url))
+        resources = [(url, Resource.from_contents(c, default_specification=spec)) for url, c in self.loaded.items()]
+        return Registry(retrieve=_never_retrieve).with_resources(resources)
+
+    def _beside_rubric(self, written: str, where: Path) -> Path:
+        reference = urldefrag(written)[0]
+        parts = urlsplit(reference)
+        if parts.scheme or parts.netloc or reference.startswith("/"):
+            raise self._refused(written, where, "it names an address, not a file beside the rubric")
+        file = (where.parent / reference).resolve()
+        if not file.is_relative_to(self.folder):
+            raise self._refused(written, where, f"{file} is outside the rubric's folder {self.folder}")
+        if file.exists() and not file.is_file():
+            raise self._refused(written, where, f"{file} is not a regular file")
+        return file
+
+    def _refused(self, written: str, where: Path, why: str) -> InputError:
+        message = f"schema {where.name}: $ref {written!r} is not resolved: {why}"
+        hint = ("a $ref may point inside the schema, or by a relative path to a JSON file in the rubric's "
+                "folder; nothing is fetched from the network or read from elsewhere")
+        return InputError([Diagnostic("E160", message, span=self.gate.value_span_of("file"), hint=hint,
+                                      file=self.ctx.rubric_file)])
+
+
+def _id_of(document: Any) -> str | None:
+    ident = document.get("$id", document.get("id")) if isinstance(document, dict) else None
+    return urldefrag(ident)[0] if isinstance(ident, str) else None
+
+
+def _subschemas(document: Any, base: str) -> Iterator[tuple[Any, str]]:
+    """Every object in ``document`` with the base URI its references resolve against."""
+    stack = [(document, base)]
+    while stack:
+        node, base = stack.pop()
+        if isinstance(node, list):
+            stack.extend((item, base) for item in node)
+        elif isinstance(node, dict):
+            ident = _id_of(node)
+            base = urljoin(base, ident) if ident else base
+            yield node, base
+            stack.extend((value, base) for key, value in node.items() if key not in _DATA_KEYWORDS)
+
+
+def _ids_in(document: Any, base: str) -> Iterator[str]:
+    return (base for node, base in _subschemas(document, base) if _id_of(node))
+
+
+def _refs_in(document: Any, base: str) -> Iterator[tuple[str, str]]:
+    """(the reference as written, the reference resolved) for each reference in ``document``."""
+    for node, base in _subschemas(document, base):
+        for key in _REF_KEYWORDS:
+            if isinstance(node.get(key), str):
+                yield node[key], urljoin(base, node[key])
+
+
+def _spec_of(schema: Any) -> referencing.Specification:
+    """The root schema's draft, which a referenced file without ``$schema`` is read in."""
+    dialect = schema.get("$schema") if isinstance(schema, dict) else None
+    return referencing.jsonschema.specification_with(dialect or "", default=referencing.jsonschema.DRAFT202012)
 
 
 def _read_schema(path: Path, gate: ir.Gate, ctx: GateContext) -> Any:

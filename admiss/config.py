@@ -20,6 +20,7 @@ budget_rate = 0.5                 # error budget: disable past this error rate .
 budget_window = 20                # ... over the last N runs of the gate ...
 budget_min_runs = 5               # ... once it has run at least this often
 on_disabled = "fail"              # a gate disabled by its budget counts as a fail, or "skip"
+pass_env = ["PYTHONPATH"]         # more variables for subprocess gates (never a provider key)
 ```
 
 Unknown tables and keys are errors (a misspelt ``api_key_env`` must not silently send
@@ -82,8 +83,10 @@ class GateDefaults:
     budget_rate: float = 0.5
     budget_window: int = 20
     budget_min_runs: int = 5
-    # What a gate disabled by its error budget counts as: ON_DISABLED_FAIL or ON_DISABLED_SKIP.
+    # What a gate disabled by its error budget counts as: "fail" or "skip".
     on_disabled: str = "fail"
+    # Environment variables subprocess gates get besides the base list (gates/subprocess.py).
+    pass_env: tuple[str, ...] = ()
 
 
 @attrs.frozen
@@ -133,6 +136,7 @@ def read_config(path: Path) -> Config:
     return _Reader(source).config(data, path)
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
 
 
@@ -162,7 +166,7 @@ class _Reader:
         self._known_keys(data, _TABLES, ())
         providers = {name: self._provider(name, table) for name, table in self._tables(data, "providers").items()}
         prices = {model.casefold(): self._price(model, table) for model, table in self._tables(data, "prices").items()}
-        return Config(providers=providers, prices=prices, gates=self._gates(data), path=path)
+        return Config(providers=providers, prices=prices, gates=self._gates(data, providers), path=path)
 
     def _tables(self, data: dict, name: str) -> dict[str, dict]:
         tables = self._typed(data, (), name, dict, "a table", default={})
@@ -189,7 +193,7 @@ class _Reader:
         self._known_keys(table, _PRICE_KEYS, where)
         return Price(*(self._number(table, where, key) for key in _PRICE_KEYS))
 
-    def _gates(self, data: dict) -> GateDefaults:
+    def _gates(self, data: dict, providers: dict[str, ProviderConfig]) -> GateDefaults:
         where = ("gates",)
         table = self._typed(data, (), "gates", dict, "a table", default={})
         self._known_keys(table, _GATE_KEYS, where)
@@ -203,7 +207,20 @@ class _Reader:
             budget_window=self._count(table, where, "budget_window", defaults.budget_window, minimum=1),
             budget_min_runs=self._count(table, where, "budget_min_runs", defaults.budget_min_runs, minimum=1),
             on_disabled=self._choice(table, where, "on_disabled", ON_DISABLED, defaults.on_disabled),
+            pass_env=self._pass_env(table, where, providers),
         )
+
+    def _pass_env(self, table: dict, where: tuple[str, ...], providers: dict[str, ProviderConfig]) -> tuple[str, ...]:
+        names = self._typed(table, where, "pass_env", list, "a list of variable names", default=[])
+        keys = {p.api_key_env: p.name for p in providers.values() if p.api_key_env}
+        for name in names:
+            if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
+                self._fail(where, "pass_env", f"gates.pass_env holds {name!r}, not an environment variable name")
+            if name in keys:
+                self._fail(where, "pass_env", f"gates.pass_env names {name}, the api_key_env of [providers.{keys[name]}]",
+                           hint="gate programs never receive a provider key: the candidate's own code may run there",
+                           code="E161")
+        return tuple(names)
 
     # ------------------------------------------------------------ typed values
 
@@ -244,9 +261,10 @@ class _Reader:
                 hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(known)}"
                 self._fail(where, key, f"unknown key {_dotted(where, key)}", hint)
 
-    def _fail(self, where: tuple[str, ...], key: str | None, message: str, hint: str | None = None) -> None:
+    def _fail(self, where: tuple[str, ...], key: str | None, message: str, hint: str | None = None,
+              code: str = "E001") -> None:
         span = _locate(self.source.text, where, key)
-        raise InputError([Diagnostic("E001", message, span=span, hint=hint, file=self.source.name)], self.source)
+        raise InputError([Diagnostic(code, message, span=span, hint=hint, file=self.source.name)], self.source)
 
 
 def _dotted(where: tuple[str, ...], key: str) -> str:

@@ -93,6 +93,15 @@ class Runtime:
                                                _warn)
         return self._chains[name]
 
+    def _cancel_running_gates(self) -> None:
+        import asyncio
+
+        running = asyncio.all_tasks(self._loop)
+        for task in running:
+            task.cancel()
+        if running:
+            self._loop.run_until_complete(asyncio.gather(*running, return_exceptions=True))
+
     def gate_health(self) -> list:
         """The error-budget state of every gate of the chains run so far (``cascade.GateHealth``)."""
         return [health for chain in self._chains.values() for health in chain.gate_health()]
@@ -106,9 +115,14 @@ class Runtime:
         return self._loop
 
     def close(self) -> None:
-        """Close provider clients and the event loop; the runtime can be used again after."""
+        """Close provider clients and the event loop; the runtime can be used again after.
+
+        Gates still running (the run was interrupted: Ctrl-C, SIGTERM) are cancelled first,
+        which kills their programs' process groups and drops their requests.
+        """
         if self._loop is None:
             return
+        self._cancel_running_gates()
         if self._context is not None:
             self._loop.run_until_complete(self._context.providers.aclose())
             self._context = None

@@ -7,8 +7,9 @@ rubric, ``admiss.toml`` in the working folder. No file means the defaults below.
 [providers.openai]                # a model "openai/gpt-5" goes to this provider
 base_url = "https://api.openai.com/v1"
 api_key_env = "OPENAI_API_KEY"    # optional: no key, no Authorization header
-timeout_s = 60                    # optional, per request
+timeout_s = 60                    # optional: each request, connect to last byte of the reply
 max_retries = 2                   # optional, retries of idempotent failures only
+max_reply_bytes = 8388608         # optional: a longer reply is cut off and fails the call
 
 [prices."openai/gpt-5"]
 input_usd_per_mtok = 1.25
@@ -50,6 +51,7 @@ CONFIG_NAME = "admiss.toml"
 
 DEFAULT_PROVIDER_TIMEOUT_S = 60.0
 DEFAULT_PROVIDER_MAX_RETRIES = 2
+DEFAULT_PROVIDER_MAX_REPLY_BYTES = 8 * 1024 * 1024
 ON_DISABLED = ("fail", "skip")
 
 
@@ -60,8 +62,10 @@ class ProviderConfig:
     name: str
     base_url: str
     api_key_env: str | None = None
+    # A deadline for the whole request, from connecting to the reply's last byte.
     timeout_s: float = DEFAULT_PROVIDER_TIMEOUT_S
     max_retries: int = DEFAULT_PROVIDER_MAX_RETRIES
+    max_reply_bytes: int = DEFAULT_PROVIDER_MAX_REPLY_BYTES
 
 
 @attrs.frozen
@@ -149,7 +153,7 @@ def _syntax_error(exc: Exception, source: Source) -> InputError:
     return InputError([Diagnostic("E001", f"TOML syntax error: {message}", span=span, file=source.name)], source)
 
 
-_PROVIDER_KEYS = ("base_url", "api_key_env", "timeout_s", "max_retries")
+_PROVIDER_KEYS = ("base_url", "api_key_env", "timeout_s", "max_retries", "max_reply_bytes")
 _PRICE_KEYS = ("input_usd_per_mtok", "output_usd_per_mtok")
 _GATE_KEYS = tuple(f.name for f in attrs.fields(GateDefaults))
 _TABLES = ("providers", "prices", "gates")
@@ -186,6 +190,7 @@ class _Reader:
             api_key_env=self._typed(table, where, "api_key_env", str, "a string", default=None),
             timeout_s=self._number(table, where, "timeout_s", DEFAULT_PROVIDER_TIMEOUT_S, positive=True),
             max_retries=self._count(table, where, "max_retries", DEFAULT_PROVIDER_MAX_RETRIES, minimum=0),
+            max_reply_bytes=self._count(table, where, "max_reply_bytes", DEFAULT_PROVIDER_MAX_REPLY_BYTES, minimum=1),
         )
 
     def _price(self, model: str, table: dict) -> Price:

@@ -12,6 +12,10 @@ which is read when the gate is built. Anything else (``http://``, ``file://``, a
 path, ``..`` out of the folder, a symlink out of it, a device) is an InputError (E160) at
 the rubric's FILE string, and the registry the validator gets can retrieve nothing at run
 time.
+
+``pattern`` and ``patternProperties`` are matched under a time bound (admiss.gates.patterns),
+so a backtracking pattern cannot hang the gate on text the candidate chose; a pattern the
+bounded engine cannot compile is an InputError (E162) at the rubric's FILE string.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from admiss import ir
 from admiss.errors import Diagnostic, InputError
 from admiss.gates.base import ABSTAIN, CANDIDATE_FAULT, FAIL, GATE_FAULT, PASS, Candidate, GateCheck, GateContext, GateResult
 from admiss.gates.json_valid import NotJSON, parse_output
+from admiss.gates.patterns import PatternTimeout, bounded_keywords, compile_problem, pattern_budget
 from admiss.source import Source, Span
 
 DEFAULT_DRAFT = jsonschema.Draft202012Validator
@@ -50,7 +55,11 @@ def check(validator: Validator, candidate: Candidate) -> GateResult:
     except NotJSON as exc:
         return GateResult(FAIL, reason=str(exc))
     try:
-        errors = list(validator.iter_errors(instance))
+        with pattern_budget():
+            errors = list(validator.iter_errors(instance))
+    except PatternTimeout as exc:
+        reason = f"matching the schema's pattern {exc.pattern!r} against the output ran past its time bound"
+        return GateResult(ABSTAIN, reason=reason, fault=CANDIDATE_FAULT)
     except referencing.exceptions.Unresolvable as exc:
         return GateResult(ABSTAIN, reason=f"the schema has a $ref that cannot be resolved: {exc}", fault=GATE_FAULT)
     except RecursionError:
@@ -74,8 +83,29 @@ def load_validator(gate: ir.Gate, ctx: GateContext) -> Validator:
         validator_class.check_schema(schema)
     except jsonschema.SchemaError as exc:
         raise _schema_error(path, f"not a valid JSON Schema: {exc.json_path}: {exc.message}") from None
-    registry = _LocalRefs(gate, ctx).registry(schema, path, _spec_of(schema))
-    return validator_class(schema, registry=registry, format_checker=validator_class.FORMAT_CHECKER)
+    refs = _LocalRefs(gate, ctx)
+    registry = refs.registry(schema, path, _spec_of(schema))
+    property_patterns = _patterns_in([schema, *refs.loaded.values()], gate, ctx)
+    keywords = bounded_keywords(validator_class.VALIDATORS, property_patterns)
+    bounded = jsonschema.validators.extend(validator_class, keywords)
+    return bounded(schema, registry=registry, format_checker=validator_class.FORMAT_CHECKER)
+
+
+def _patterns_in(documents: list[Any], gate: ir.Gate, ctx: GateContext) -> list[str]:
+    """Every patternProperties pattern in ``documents``; E162 for any pattern that cannot run."""
+    patterns, property_patterns = [], []
+    for document in documents:
+        for node, _ in _subschemas(document, ""):
+            if isinstance(node.get("pattern"), str):
+                patterns.append(node["pattern"])
+            if isinstance(node.get("patternProperties"), dict):
+                property_patterns.extend(node["patternProperties"])
+    for pattern in patterns + property_patterns:
+        problem = compile_problem(pattern)
+        if problem is not None:
+            message = f"schema pattern {pattern!r} cannot be matched under a time bound: {problem}"
+            raise InputError([Diagnostic("E162", message, span=gate.value_span_of("file"), file=ctx.rubric_file)])
+    return property_patterns
 
 
 # Keywords whose values are data, not subschemas: a "$ref" inside them is not a reference.

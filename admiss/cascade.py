@@ -98,6 +98,7 @@ class CompiledGate:
         self.check = check
         self.budget = budget
         self.notify = notify
+        self.redact = ctx.redact
         self.on_disabled = ctx.config.gates.on_disabled
         self.where = f"{ctx.rubric_file or '<rubric>'}:{gate.span.line}:{gate.span.column}"
 
@@ -207,7 +208,7 @@ def _finish(gate: CompiledGate, result: GateResult, started: float) -> GateRecor
         verdict=result.verdict,
         effective=gate.effective(result.verdict),
         score=result.score,
-        reason=result.reason,
+        reason=gate.redact(result.reason),
         duration_ms=round((time.perf_counter() - started) * 1000, 3),
         gate_cost_usd=result.cost_usd,
         details=result.details,
@@ -268,10 +269,12 @@ def candidates_by_rung(bundle: dict, chain: CompiledChain) -> tuple[dict[str, Ca
         entries = [{**{k: bundle[k] for k in ("output", "model", "samples", "cost_usd") if k in bundle},
                     "rung": chain.rungs[0].name}]
     candidates, costs = {}, {}
+    rung_models = {rung.name: rung.model for rung in chain.rungs}
     for entry in entries:
         candidates[entry["rung"]] = Candidate(
             output=entry.get("output"),
-            model=entry.get("model"),
+            # Without the candidate's own model, the rung's MODEL made it (maker = checker needs one).
+            model=entry.get("model") or rung_models.get(entry["rung"]),
             prompt=bundle.get("prompt"),
             meta=bundle.get("meta", {}),
             samples=tuple(entry["samples"]) if "samples" in entry else None,

@@ -9,12 +9,14 @@ concurrently and cancel the rest at the first fail.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 import attrs
 
 from admiss.config import Config
+from admiss.redact import key_values, redact
 from admiss.providers import ProviderError, Providers
 
 PASS, FAIL, ABSTAIN = "pass", "fail", "abstain"
@@ -85,6 +87,10 @@ def _providers_of(ctx: "GateContext") -> Providers:
     return Providers(ctx.config.providers)
 
 
+def _secrets_of(ctx: "GateContext") -> tuple[str, ...]:
+    return key_values((p.api_key_env for p in ctx.config.providers.values()), os.environ)
+
+
 @attrs.frozen
 class GateContext:
     """What building a gate may need, prepared once per rubric run.
@@ -100,6 +106,12 @@ class GateContext:
     rubric_file: str | None = None
     # The rubric's compiled properties by name, for the admissibility gate.
     properties: dict[str, Any] = attrs.field(factory=dict)
+    # The configured provider keys' values, masked in every reason (admiss.redact).
+    secrets: tuple[str, ...] = attrs.field(default=attrs.Factory(_secrets_of, takes_self=True), repr=False)
+
+    def redact(self, text: str) -> str:
+        """``text`` fit to show: URL user-info and provider key values masked."""
+        return redact(text, self.secrets)
 
 
 @attrs.frozen

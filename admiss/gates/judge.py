@@ -1,7 +1,8 @@
 """``judge MODEL "provider/name" RUBRIC "..." [THRESHOLD t]``: a different model grades.
 
-Maker ≠ checker is structural: when the judge model is the candidate's model the gate
-abstains (no fault: an honest "cannot tell") before any call. Models are compared on the name after the last
+Maker ≠ checker is structural: when the judge model is the candidate's model (the bundle's
+``model`` for the candidate, else its rung's MODEL) the gate abstains (no fault: an honest
+"cannot tell") before any call, and so it does when neither names the maker. Models are compared on the name after the last
 ``/``, case-folded, so ``openai/GPT-5`` and ``azure/gpt-5`` count as the same model.
 
 The prompt pins a system message and fences the task prompt and the candidate output as
@@ -190,7 +191,11 @@ class _Judge:
     ctx: GateContext
 
     async def run(self, candidate: Candidate) -> GateResult:
-        if candidate.model and same_model(self.model, candidate.model):
+        if not candidate.model:
+            reason = (f"maker unknown: the candidate names no model and its rung has no MODEL, so judge "
+                      f"{self.model} cannot tell it is not grading its own output")
+            return GateResult(ABSTAIN, reason=reason)
+        if same_model(self.model, candidate.model):
             reason = f"maker = checker: judge {self.model} would grade its own output ({candidate.model})"
             return GateResult(ABSTAIN, reason=reason)
         if candidate.output is None:

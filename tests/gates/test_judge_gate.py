@@ -167,9 +167,11 @@ def test_nothing_to_grade_abstains_without_a_call(local_ctx, chat_server):
     assert chat_server.requests == []
 
 
-def test_a_candidate_without_a_model_is_still_graded(local_ctx, chat_server):
-    assert judged(local_ctx(), Candidate(output="x")).verdict == PASS
-    assert len(chat_server.requests) == 1
+def test_a_candidate_whose_maker_is_unknown_abstains_without_a_call(local_ctx, chat_server):
+    result = judged(local_ctx(), Candidate(output="x"))
+    assert (result.verdict, result.fault) == (ABSTAIN, None)
+    assert result.reason.startswith("maker unknown: the candidate names no model")
+    assert chat_server.requests == []
 
 
 def test_cancelling_the_gate_drops_the_request(local_ctx, chat_server):

@@ -132,7 +132,9 @@ class Runtime:
 
 
 def _warn(message: str) -> None:
-    # A gate switched off mid-run changes what every later verdict means: say so at once.
+    # A gate switched off mid-run changes what every later verdict means: say so at once,
+    # after the reports already written (stdout first keeps the two in order on a terminal).
+    sys.stdout.flush()
     sys.stderr.write(message + "\n")
     sys.stderr.flush()
 

@@ -62,11 +62,11 @@ class ErrorBudget:
     def error_rate(self) -> float:
         return self.errors / self.runs if self.runs else 0.0
 
-    def record(self, error: bool) -> bool:
-        """Count one run; True when this run is the one that disables the gate."""
+    def record(self, gate_fault: bool) -> bool:
+        """Count one run, an error of the gate's own or not; True when this run disables the gate."""
         if self.disabled:
             return False
-        self._outcomes.append(error)
+        self._outcomes.append(gate_fault)
         if len(self._outcomes) < min(self.min_runs, self.window) or self.error_rate <= self.rate:
             return False
         errors, runs = self.errors, self.runs

@@ -3,8 +3,9 @@
 A model id ``"NAME/model"`` goes to ``[providers.NAME]`` with model ``model``. Every failure
 (no such provider, unset key, connection, HTTP status, timeout, malformed reply) raises
 :class:`ProviderError`, which the gates turn into an abstain with a fault: the gate's, except
-when the server refused the request for what it carried (``content_refused``: HTTP 400, 413
-or 422, e.g. a candidate too long for the model's context), which is the candidate's.
+when the request was refused for what it carried (``content_refused``: HTTP 400, 413 or 422,
+e.g. a candidate too long for the model's context, or a completion without text, the model
+declining), which is the candidate's.
 
 Only idempotent failures are retried: connection errors (the request never arrived), 429,
 502, 503 and 504 (the server says it did not do the work). A 500 or a read timeout may have
@@ -222,7 +223,10 @@ def _completion(response: _Reply, provider: str) -> Completion:
     except (ValueError, KeyError, IndexError, TypeError, RecursionError):
         raise ProviderError(f"provider {provider}: reply is not a chat completion: {response.text[:200]!r}") from None
     if not isinstance(text, str):
-        raise ProviderError(f"provider {provider}: reply has no text content")
+        # A well-formed completion without text is the model declining (a refusal, a content
+        # filter): about what the request carried, not a fault of the provider.
+        raise ProviderError(f"provider {provider}: reply has no text content (the model declined)",
+                            content_refused=True)
     return Completion(text, _usage(data.get("usage")))
 
 

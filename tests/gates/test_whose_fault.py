@@ -58,6 +58,19 @@ def test_judge_replies_a_candidate_provokes_never_disable_a_fail_closed_judge(tm
     assert not any(h.disabled for h in rubric.gate_health())
 
 
+def test_a_judge_that_declines_to_answer_is_the_candidates_fault(tmp_path, chat_server):
+    rubric = _rubric(tmp_path, 'GATE judge MODEL "local/judge" RUBRIC "Is it right?" ON ABSTAIN fail_closed',
+                     _provider(chat_server))
+    declined = completion("")
+    declined.body["choices"][0].update(message={"role": "assistant", "content": None, "refusal": "I can't."},
+                                       finish_reason="content_filter")
+    chat_server.script(*[declined] * CRAFTED_RUNS)
+    gates = [_gate(rubric.check({"output": "something the filter hates", "model": "local/maker"}))
+             for _ in range(CRAFTED_RUNS)]
+    assert all((g["effective"], g["fault"], g["disabled"]) == ("fail", "candidate", False) for g in gates)
+    assert "the model declined" in gates[0]["reason"]
+
+
 def test_a_request_the_provider_refuses_for_its_content_is_the_candidates_fault(tmp_path, chat_server):
     rubric = _rubric(tmp_path, 'GATE judge MODEL "local/judge" RUBRIC "Is it right?" ON ABSTAIN fail_closed',
                      _provider(chat_server))

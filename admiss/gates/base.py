@@ -45,19 +45,21 @@ class GateResult:
     verdict: str  # PASS, FAIL or ABSTAIN
     score: float | None = None
     reason: str = ""
-    # Set when the gate could not judge the candidate: GATE_FAULT when the gate or what it
-    # depends on broke (counts against its error budget), CANDIDATE_FAULT when this
-    # candidate's own content caused it (counts against the candidate only). None otherwise,
-    # including for a genuine fail or an honest "cannot tell".
-    fault: str | None = None
+    # True when the gate could not judge the candidate, whoever's fault it was (always
+    # ``fault is not None``). Given as True without a fault, the fault is the gate's.
+    error: bool = False
     cost_usd: float = 0.0
     # Anything else a report should carry (e.g. the admissibility gate's property reports).
     details: dict[str, Any] | None = None
+    # Whose fault the error is: GATE_FAULT when the gate or what it depends on broke (counts
+    # against its error budget), CANDIDATE_FAULT when this candidate's own content caused it
+    # (counts against the candidate only). None for a genuine verdict or an honest "cannot tell".
+    fault: str | None = None
 
-    @property
-    def error(self) -> bool:
-        """Whether the gate malfunctioned on this candidate, whoever's fault it was."""
-        return self.fault is not None
+    def __attrs_post_init__(self) -> None:
+        if self.error and self.fault is None:
+            object.__setattr__(self, "fault", GATE_FAULT)
+        object.__setattr__(self, "error", self.fault is not None)
 
 
 def unsendable(candidate: Candidate) -> GateResult | None:

@@ -83,6 +83,8 @@ def load_validator(gate: ir.Gate, ctx: GateContext) -> Validator:
         validator_class.check_schema(schema)
     except jsonschema.SchemaError as exc:
         raise _schema_error(path, f"not a valid JSON Schema: {exc.json_path}: {exc.message}") from None
+    except RecursionError:
+        raise _schema_error(path, "schema is nested too deeply to check against its metaschema") from None
     refs = _LocalRefs(gate, ctx)
     registry = refs.registry(schema, path, _spec_of(schema))
     property_patterns = _patterns_in([schema, *refs.loaded.values()], gate, ctx)
@@ -133,31 +135,40 @@ class _LocalRefs:
         known: set[str] = set()
         while pending:
             document, where, base = pending.pop()
-            known |= {base, *_ids_in(document, base)}
-            for written, target in _refs_in(document, base):
-                url = urldefrag(target)[0]
-                if url in known or url in self.loaded or url in METASCHEMAS:
-                    continue
-                file = self._beside_rubric(written, where)
-                self.loaded[url] = contents = _read_schema(file, self.gate, self.ctx)
-                pending.append((contents, file, url))
+            try:
+                known |= {base, *_ids_in(document, base)}
+                self._load_refs(document, where, base, known, pending)
+            except ValueError as exc:  # a malformed URL, a NUL in a path
+                raise self._refused(where, f"a $ref or $id is not an address admiss can read ({exc})") from None
         resources = [(url, Resource.from_contents(c, default_specification=spec)) for url, c in self.loaded.items()]
         return Registry(retrieve=_never_retrieve).with_resources(resources)
+
+    def _load_refs(self, document: Any, where: Path, base: str, known: set[str], pending: list) -> None:
+        for written, target in _refs_in(document, base):
+            url = urldefrag(target)[0]
+            if url in known or url in self.loaded or url in METASCHEMAS:
+                continue
+            file = self._beside_rubric(written, where)
+            self.loaded[url] = contents = _read_schema(file, self.gate, self.ctx)
+            pending.append((contents, file, url))
 
     def _beside_rubric(self, written: str, where: Path) -> Path:
         reference = urldefrag(written)[0]
         parts = urlsplit(reference)
         if parts.scheme or parts.netloc or reference.startswith("/"):
-            raise self._refused(written, where, "it names an address, not a file beside the rubric")
+            raise self._unresolved(written, where, "it names an address, not a file beside the rubric")
         file = (where.parent / reference).resolve()
         if not file.is_relative_to(self.folder):
-            raise self._refused(written, where, f"{file} is outside the rubric's folder {self.folder}")
+            raise self._unresolved(written, where, f"{file} is outside the rubric's folder {self.folder}")
         if file.exists() and not file.is_file():
-            raise self._refused(written, where, f"{file} is not a regular file")
+            raise self._unresolved(written, where, f"{file} is not a regular file")
         return file
 
-    def _refused(self, written: str, where: Path, why: str) -> InputError:
-        message = f"schema {where.name}: $ref {written!r} is not resolved: {why}"
+    def _unresolved(self, written: str, where: Path, why: str) -> InputError:
+        return self._refused(where, f"$ref {written!r} is not resolved: {why}")
+
+    def _refused(self, where: Path, problem: str) -> InputError:
+        message = f"schema {where.name}: {problem}"
         hint = ("a $ref may point inside the schema, or by a relative path to a JSON file in the rubric's "
                 "folder; nothing is fetched from the network or read from elsewhere")
         return InputError([Diagnostic("E160", message, span=self.gate.value_span_of("file"), hint=hint,
@@ -214,6 +225,8 @@ def _read_schema(path: Path, gate: ir.Gate, ctx: GateContext) -> Any:
         span = Span.point(exc.lineno, exc.colno)
         diagnostic = Diagnostic("E001", f"schema file is not JSON: {exc.msg}", span=span, file=str(path))
         raise InputError([diagnostic], Source(str(path), text)) from None
+    except RecursionError:
+        raise _schema_error(path, "schema file is nested too deeply to read") from None
     if not isinstance(schema, (dict, bool)):
         raise _schema_error(path, f"a JSON Schema is an object or a boolean, not {type(schema).__name__}")
     return schema

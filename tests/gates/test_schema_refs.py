@@ -111,3 +111,22 @@ def test_a_missing_file_beside_the_rubric_is_an_error_when_the_gates_are_built(t
     rubric = _write(tmp_path, {"$ref": "nope.json"})
     error = _refused(rubric)
     assert f"schema file not found: {tmp_path / 'nope.json'}" in error.diagnostics[0].message
+
+
+@pytest.mark.parametrize("ref", ["a\u0000b.json", "http://[::1", "defs.json\u0000../../etc/passwd"])
+def test_a_ref_that_is_no_readable_address_is_an_error_not_a_crash(tmp_path, ref):
+    rubric = _write(tmp_path, {"$ref": ref})
+    [diagnostic] = _refused(rubric).diagnostics
+    assert diagnostic.code == "E160"
+    assert "not an address admiss can read" in diagnostic.message
+
+
+@pytest.mark.parametrize("depth", [5_000, 100_000])
+def test_a_schema_nested_too_deeply_is_an_error_not_a_crash(tmp_path, depth):
+    (tmp_path / "s.json").write_text('{"items": ' * depth + "{}" + "}" * depth)
+    (tmp_path / "r.rubric").write_text(RUBRIC)
+    (tmp_path / "b.json").write_text(json.dumps({"output": "[]"}))
+    done = subprocess.run([sys.executable, "-m", "admiss", "check", "b.json", "-r", "r.rubric"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "nested too deeply" in done.stderr and "Traceback" not in done.stderr

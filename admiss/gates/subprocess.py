@@ -229,6 +229,8 @@ def _parse_reply(stdout: bytes) -> dict[str, Any]:
         raise _Abstain("stdout is not UTF-8") from None
     except json.JSONDecodeError as exc:
         raise _Abstain(f"stdout is not JSON ({exc.msg}): {_preview(stdout)}") from None
+    except RecursionError:
+        raise _Abstain("stdout is JSON nested too deeply to read") from None
     if not isinstance(reply, dict):
         raise _Abstain(f"stdout is not a JSON object: {_preview(stdout)}")
     if reply.get("verdict") not in (PASS, FAIL, ABSTAIN):

@@ -138,8 +138,8 @@ class _LocalRefs:
             try:
                 known |= {base, *_ids_in(document, base)}
                 self._load_refs(document, where, base, known, pending)
-            except ValueError as exc:  # a malformed URL, a NUL in a path
-                raise self._refused(where, f"a $ref or $id is not an address admiss can read ({exc})") from None
+            except (ValueError, RuntimeError, OSError) as exc:  # a malformed URL; a NUL, a loop, a name too long
+                raise self._refused(where, f"a $ref or $id is not an address admiss can read ({_short(exc)})") from None
         resources = [(url, Resource.from_contents(c, default_specification=spec)) for url, c in self.loaded.items()]
         return Registry(retrieve=_never_retrieve).with_resources(resources)
 
@@ -173,6 +173,11 @@ class _LocalRefs:
                 "folder; nothing is fetched from the network or read from elsewhere")
         return InputError([Diagnostic("E160", message, span=self.gate.value_span_of("file"), hint=hint,
                                       file=self.ctx.rubric_file)])
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc)
+    return text if len(text) <= 200 else text[:200] + "..."
 
 
 def _id_of(document: Any) -> str | None:

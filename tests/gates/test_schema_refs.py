@@ -113,8 +113,10 @@ def test_a_missing_file_beside_the_rubric_is_an_error_when_the_gates_are_built(t
     assert f"schema file not found: {tmp_path / 'nope.json'}" in error.diagnostics[0].message
 
 
-@pytest.mark.parametrize("ref", ["a\u0000b.json", "http://[::1", "defs.json\u0000../../etc/passwd"])
+@pytest.mark.parametrize("ref", ["a\u0000b.json", "http://[::1", "defs.json\u0000../../etc/passwd", "loop.json",
+                                 "x" * 5000 + ".json"])
 def test_a_ref_that_is_no_readable_address_is_an_error_not_a_crash(tmp_path, ref):
+    (tmp_path / "loop.json").symlink_to("loop.json")
     rubric = _write(tmp_path, {"$ref": ref})
     [diagnostic] = _refused(rubric).diagnostics
     assert diagnostic.code == "E160"

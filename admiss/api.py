@@ -74,6 +74,11 @@ class Rubric:
             self._runtime = Runtime(self.compiled, self.config, self.offline)
         return self._runtime
 
+    def gate_health(self) -> list:
+        """Each gate's error budget in this Rubric's run so far: whether its budget disabled
+        it, why, and its error rate (a list of ``admiss.cascade.GateHealth``)."""
+        return self._runtime.gate_health() if self._runtime is not None else []
+
     def to_ir_json(self) -> str:
         """The IR as deterministic JSON text (what ``admiss compile`` writes)."""
         return ir.to_json(self.compiled.ir)

@@ -1,10 +1,13 @@
 """Error budgets: a gate that keeps malfunctioning is switched off, and says so.
 
-The rule: each gate keeps its last ``window`` outcomes, each an error (crash, timeout,
-malformed reply, provider failure: ``GateResult.error``) or not (pass, genuine fail, or an
-honest abstain). Once the gate has run at least ``min_runs`` times (capped at ``window``),
-it is disabled as soon as errors / runs in the window is greater than ``rate``. A disabled
-gate stays disabled for the rest of the run: it is skipped, so nothing could bring it back.
+The rule: each gate keeps its last ``window`` outcomes, each an error of the gate's own
+(``GateResult.fault == GATE_FAULT``: a crash, a timeout, a provider failure) or not (pass,
+genuine fail, an honest abstain, or an error the candidate caused). Errors a candidate
+caused never count here, so no run of crafted outputs can switch a check off. Once the gate
+has run at least ``min_runs`` times (capped at ``window``), it is disabled as soon as
+errors / runs in the window is greater than ``rate``. A disabled gate stays disabled for the
+rest of the run (it no longer runs, so nothing could bring it back); what it counts as then
+is ``[gates] on_disabled``: a fail (the default) or skipped.
 
 Defaults come from ``[gates]`` in admiss.toml (rate 0.5, window 20, min_runs 5); a gate's own
 ``BUDGET rate WINDOW n`` overrides rate and window.
@@ -46,17 +49,27 @@ class ErrorBudget:
         return self.disabled_reason is not None
 
     @property
-    def error_rate(self) -> float:
-        return sum(self._outcomes) / len(self._outcomes) if self._outcomes else 0.0
+    def runs(self) -> int:
+        """The runs in the window."""
+        return len(self._outcomes)
 
-    def record(self, error: bool) -> bool:
-        """Count one run; True when this run is the one that disables the gate."""
+    @property
+    def errors(self) -> int:
+        """The gate's own errors among the runs in the window."""
+        return sum(self._outcomes)
+
+    @property
+    def error_rate(self) -> float:
+        return self.errors / self.runs if self.runs else 0.0
+
+    def record(self, gate_fault: bool) -> bool:
+        """Count one run, an error of the gate's own or not; True when this run disables the gate."""
         if self.disabled:
             return False
-        self._outcomes.append(error)
+        self._outcomes.append(gate_fault)
         if len(self._outcomes) < min(self.min_runs, self.window) or self.error_rate <= self.rate:
             return False
-        errors, runs = sum(self._outcomes), len(self._outcomes)
+        errors, runs = self.errors, self.runs
         self.disabled_reason = (
             f"disabled by its error budget: {errors} errors in its last {runs} runs "
             f"({errors / runs:.0%} > {self.rate:.0%})"

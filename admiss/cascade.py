@@ -6,6 +6,10 @@ then run concurrently on one event loop, and the first effective fail cancels th
 rung whose gates all pass serves; a fail escalates one rung; the last rung failing
 exhausts the chain. A gate that raises is an abstain with the error as its reason: one
 broken gate never aborts the bundle.
+
+A gate whose own errors exceed its error budget is disabled for the rest of the run: it
+no longer runs, and counts as a fail or as skipped by ``[gates] on_disabled``. The
+disablement is told once (``notify``) and stays readable through :meth:`CompiledChain.gate_health`.
 """
 
 from __future__ import annotations
@@ -13,13 +17,13 @@ from __future__ import annotations
 import asyncio
 import importlib
 import time
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import attrs
 
 from admiss import ir
 from admiss.config import ModelCall
-from admiss.gates.base import ABSTAIN, FAIL, PASS, Candidate, GateCheck, GateContext, GateResult
+from admiss.gates.base import ABSTAIN, FAIL, GATE_FAULT, PASS, Candidate, GateCheck, GateContext, GateResult
 from admiss.source import Span
 
 SKIPPED = "skipped"
@@ -41,6 +45,24 @@ class GateRecord:
     gate_cost_usd: float = 0.0
     disabled: bool = False
     details: dict[str, Any] | None = None
+    # Whose fault an error was ("gate" or "candidate"), None when the gate judged the candidate.
+    fault: str | None = None
+
+
+@attrs.frozen
+class GateHealth:
+    """One gate's error budget as it stands in this run (what a /metrics page would show)."""
+
+    chain: str
+    rung: str
+    gate: str
+    # Where the GATE line is: "file:line:col".
+    where: str
+    disabled: bool
+    reason: str | None
+    runs: int
+    errors: int
+    error_rate: float
 
 
 @attrs.define
@@ -88,17 +110,26 @@ class ChainResult:
 
 
 class CompiledGate:
-    """A built gate with its ON ABSTAIN policy and its error budget."""
+    """A built gate with its ON ABSTAIN policy, its error budget and what it counts as disabled."""
 
-    def __init__(self, gate: ir.Gate, check: GateCheck, budget):
+    def __init__(self, gate: ir.Gate, check: GateCheck, budget, ctx: GateContext,
+                 notify: Callable[[str], None] | None = None):
         self.ir = gate
         self.check = check
         self.budget = budget
+        self.notify = notify
+        self.redact = ctx.redact
+        self.on_disabled = ctx.config.gates.on_disabled
+        self.where = f"{ctx.rubric_file or '<rubric>'}:{gate.span.line}:{gate.span.column}"
 
     def effective(self, verdict: str) -> str:
         if verdict == ABSTAIN:
             return PASS if self.ir.on_abstain == "fail_open" else FAIL
         return verdict
+
+    def disabled_reason(self) -> str:
+        counts = "counts as a fail" if self.on_disabled == "fail" else "is skipped"
+        return f'{self.budget.disabled_reason}; it {counts} ([gates] on_disabled = "{self.on_disabled}")'
 
 
 class CompiledRung:
@@ -111,14 +142,25 @@ class CompiledRung:
 
 
 class CompiledChain:
-    def __init__(self, chain: ir.Chain, ctx: GateContext, budget_for):
+    def __init__(self, chain: ir.Chain, ctx: GateContext, budget_for,
+                 notify: Callable[[str], None] | None = None):
+        """``notify`` is told once per gate, when its error budget disables it."""
         self.name = chain.name
         self.rungs = [
-            CompiledRung(r, [CompiledGate(g, build_gate(g, ctx), budget_for(g)) for g in r.gates])
+            CompiledRung(r, [CompiledGate(g, build_gate(g, ctx), budget_for(g), ctx, notify) for g in r.gates])
             for r in chain.rungs
         ]
         self.rung_names = frozenset(r.name for r in self.rungs)
         self.offline = ctx.offline and any(g.kind in MODEL_GATES for r in chain.rungs for g in r.gates)
+
+    def gate_health(self) -> list[GateHealth]:
+        """Every gate's budget state, in written order: disabled or not, and its error rate."""
+        return [
+            GateHealth(self.name, rung.name, g.ir.kind, g.where, g.budget.disabled,
+                       g.disabled_reason() if g.budget.disabled else None,
+                       g.budget.runs, g.budget.errors, g.budget.error_rate)
+            for rung in self.rungs for g in rung.gates
+        ]
 
     def run(self, candidates: dict[str, Candidate], cost: dict[str, float],
             loop: asyncio.AbstractEventLoop) -> ChainResult:
@@ -192,30 +234,38 @@ def _missing_candidate(gate: CompiledGate) -> GateRecord:
     return GateRecord(gate.ir.kind, SKIPPED, SKIPPED, reason="not run: the bundle has no candidate for this rung")
 
 
+def _raised(exc: Exception) -> GateResult:
+    # A broken gate is an abstain, never an aborted bundle; the bug is the gate's.
+    return GateResult(ABSTAIN, reason=f"gate raised {type(exc).__name__}: {exc}", fault=GATE_FAULT)
+
+
 def _guarded(run, candidate: Candidate) -> GateResult:
     try:
         return run(candidate)
-    except Exception as exc:  # a broken gate is an abstain, never an aborted bundle
-        return GateResult(ABSTAIN, reason=f"gate raised {type(exc).__name__}: {exc}", error=True)
+    except Exception as exc:
+        return _raised(exc)
 
 
 def _disabled(gate: CompiledGate) -> GateRecord | None:
     if not gate.budget.disabled:
         return None
-    return GateRecord(gate.ir.kind, SKIPPED, SKIPPED, reason=gate.budget.disabled_reason, disabled=True)
+    effective = FAIL if gate.on_disabled == "fail" else SKIPPED
+    return GateRecord(gate.ir.kind, SKIPPED, effective, reason=gate.disabled_reason(), disabled=True)
 
 
 def _finish(gate: CompiledGate, result: GateResult, started: float) -> GateRecord:
-    gate.budget.record(result.error)
+    if gate.budget.record(result.fault == GATE_FAULT) and gate.notify is not None:
+        gate.notify(f"{gate.where}: warning: gate {gate.ir.kind} {gate.disabled_reason()}")
     return GateRecord(
         gate=gate.ir.kind,
         verdict=result.verdict,
         effective=gate.effective(result.verdict),
         score=result.score,
-        reason=result.reason,
+        reason=gate.redact(result.reason),
         duration_ms=round((time.perf_counter() - started) * 1000, 3),
         gate_cost_usd=result.cost_usd,
         details=result.details,
+        fault=result.fault,
     )
 
 
@@ -236,8 +286,8 @@ async def _run_one(gate: CompiledGate, candidate: Candidate) -> GateRecord:
         result = await gate.check.arun(candidate)
     except asyncio.CancelledError:
         raise
-    except Exception as exc:  # see _guarded
-        result = GateResult(ABSTAIN, reason=f"gate raised {type(exc).__name__}: {exc}", error=True)
+    except Exception as exc:
+        result = _raised(exc)
     return _finish(gate, result, started)
 
 
@@ -272,10 +322,12 @@ def candidates_by_rung(bundle: dict, chain: CompiledChain) -> tuple[dict[str, Ca
         entries = [{**{k: bundle[k] for k in ("output", "model", "samples", "cost_usd") if k in bundle},
                     "rung": chain.rungs[0].name}]
     candidates, costs = {}, {}
+    rung_models = {rung.name: rung.model for rung in chain.rungs}
     for entry in entries:
         candidates[entry["rung"]] = Candidate(
             output=entry.get("output"),
-            model=entry.get("model"),
+            # Without the candidate's own model, the rung's MODEL made it (maker = checker needs one).
+            model=entry.get("model") or rung_models.get(entry["rung"]),
             prompt=bundle.get("prompt"),
             meta=bundle.get("meta", {}),
             samples=tuple(entry["samples"]) if "samples" in entry else None,

@@ -7,8 +7,9 @@ rubric, ``admiss.toml`` in the working folder. No file means the defaults below.
 [providers.openai]                # a model "openai/gpt-5" goes to this provider
 base_url = "https://api.openai.com/v1"
 api_key_env = "OPENAI_API_KEY"    # optional: no key, no Authorization header
-timeout_s = 60                    # optional, per request
+timeout_s = 60                    # optional: each request, connect to last byte of the reply
 max_retries = 2                   # optional, retries of idempotent failures only
+max_reply_bytes = 8388608         # optional: a longer reply is cut off and fails the call
 
 [prices."openai/gpt-5"]
 input_usd_per_mtok = 1.25
@@ -19,6 +20,8 @@ subprocess_usd_per_second = 0.0   # wall time of subprocess gates, priced
 budget_rate = 0.5                 # error budget: disable past this error rate ...
 budget_window = 20                # ... over the last N runs of the gate ...
 budget_min_runs = 5               # ... once it has run at least this often
+on_disabled = "fail"              # a gate disabled by its budget counts as a fail, or "skip"
+pass_env = ["PYTHONPATH"]         # more variables for subprocess gates (never a provider key)
 ```
 
 Unknown tables and keys are errors (a misspelt ``api_key_env`` must not silently send
@@ -48,6 +51,8 @@ CONFIG_NAME = "admiss.toml"
 
 DEFAULT_PROVIDER_TIMEOUT_S = 60.0
 DEFAULT_PROVIDER_MAX_RETRIES = 2
+DEFAULT_PROVIDER_MAX_REPLY_BYTES = 8 * 1024 * 1024
+ON_DISABLED = ("fail", "skip")
 
 
 @attrs.frozen
@@ -57,8 +62,10 @@ class ProviderConfig:
     name: str
     base_url: str
     api_key_env: str | None = None
+    # A deadline for the whole request, from connecting to the reply's last byte.
     timeout_s: float = DEFAULT_PROVIDER_TIMEOUT_S
     max_retries: int = DEFAULT_PROVIDER_MAX_RETRIES
+    max_reply_bytes: int = DEFAULT_PROVIDER_MAX_REPLY_BYTES
 
 
 @attrs.frozen
@@ -80,6 +87,10 @@ class GateDefaults:
     budget_rate: float = 0.5
     budget_window: int = 20
     budget_min_runs: int = 5
+    # What a gate disabled by its error budget counts as: "fail" or "skip".
+    on_disabled: str = "fail"
+    # Environment variables subprocess gates get besides the base list (gates/subprocess.py).
+    pass_env: tuple[str, ...] = ()
 
 
 @attrs.frozen
@@ -173,6 +184,7 @@ def read_config(path: Path) -> Config:
     return _Reader(source).config(data, path)
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
 
 
@@ -185,7 +197,7 @@ def _syntax_error(exc: Exception, source: Source) -> InputError:
     return InputError([Diagnostic("E001", f"TOML syntax error: {message}", span=span, file=source.name)], source)
 
 
-_PROVIDER_KEYS = ("base_url", "api_key_env", "timeout_s", "max_retries")
+_PROVIDER_KEYS = ("base_url", "api_key_env", "timeout_s", "max_retries", "max_reply_bytes")
 _PRICE_KEYS = ("input_usd_per_mtok", "output_usd_per_mtok")
 _GATE_KEYS = tuple(f.name for f in attrs.fields(GateDefaults))
 _TABLES = ("providers", "prices", "gates")
@@ -202,7 +214,7 @@ class _Reader:
         self._known_keys(data, _TABLES, ())
         providers = {name: self._provider(name, table) for name, table in self._tables(data, "providers").items()}
         prices = {model.casefold(): self._price(model, table) for model, table in self._tables(data, "prices").items()}
-        return Config(providers=providers, prices=prices, gates=self._gates(data), path=path)
+        return Config(providers=providers, prices=prices, gates=self._gates(data, providers), path=path)
 
     def _tables(self, data: dict, name: str) -> dict[str, dict]:
         tables = self._typed(data, (), name, dict, "a table", default={})
@@ -222,6 +234,7 @@ class _Reader:
             api_key_env=self._typed(table, where, "api_key_env", str, "a string", default=None),
             timeout_s=self._number(table, where, "timeout_s", DEFAULT_PROVIDER_TIMEOUT_S, positive=True),
             max_retries=self._count(table, where, "max_retries", DEFAULT_PROVIDER_MAX_RETRIES, minimum=0),
+            max_reply_bytes=self._count(table, where, "max_reply_bytes", DEFAULT_PROVIDER_MAX_REPLY_BYTES, minimum=1),
         )
 
     def _price(self, model: str, table: dict) -> Price:
@@ -229,7 +242,7 @@ class _Reader:
         self._known_keys(table, _PRICE_KEYS, where)
         return Price(*(self._number(table, where, key) for key in _PRICE_KEYS))
 
-    def _gates(self, data: dict) -> GateDefaults:
+    def _gates(self, data: dict, providers: dict[str, ProviderConfig]) -> GateDefaults:
         where = ("gates",)
         table = self._typed(data, (), "gates", dict, "a table", default={})
         self._known_keys(table, _GATE_KEYS, where)
@@ -242,7 +255,21 @@ class _Reader:
             budget_rate=rate,
             budget_window=self._count(table, where, "budget_window", defaults.budget_window, minimum=1),
             budget_min_runs=self._count(table, where, "budget_min_runs", defaults.budget_min_runs, minimum=1),
+            on_disabled=self._choice(table, where, "on_disabled", ON_DISABLED, defaults.on_disabled),
+            pass_env=self._pass_env(table, where, providers),
         )
+
+    def _pass_env(self, table: dict, where: tuple[str, ...], providers: dict[str, ProviderConfig]) -> tuple[str, ...]:
+        names = self._typed(table, where, "pass_env", list, "a list of variable names", default=[])
+        keys = {p.api_key_env: p.name for p in providers.values() if p.api_key_env}
+        for name in names:
+            if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
+                self._fail(where, "pass_env", f"gates.pass_env holds {name!r}, not an environment variable name")
+            if name in keys:
+                self._fail(where, "pass_env", f"gates.pass_env names {name}, the api_key_env of [providers.{keys[name]}]",
+                           hint="gate programs never receive a provider key: the candidate's own code may run there",
+                           code="E161")
+        return tuple(names)
 
     # ------------------------------------------------------------ typed values
 
@@ -269,6 +296,13 @@ class _Reader:
             self._fail(where, key, f"{_dotted(where, key)} must be at least {minimum}, not {value}")
         return value
 
+    def _choice(self, table: dict, where: tuple[str, ...], key: str, choices: tuple[str, ...], default: str) -> str:
+        value = self._typed(table, where, key, str, "a string", default=default)
+        if value not in choices:
+            listed = " or ".join(f'"{c}"' for c in choices)
+            self._fail(where, key, f"{_dotted(where, key)} must be {listed}, not {value!r}")
+        return value
+
     def _known_keys(self, table: dict, known: tuple[str, ...], where: tuple[str, ...]) -> None:
         for key in table:
             if key not in known:
@@ -276,9 +310,10 @@ class _Reader:
                 hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(known)}"
                 self._fail(where, key, f"unknown key {_dotted(where, key)}", hint)
 
-    def _fail(self, where: tuple[str, ...], key: str | None, message: str, hint: str | None = None) -> None:
+    def _fail(self, where: tuple[str, ...], key: str | None, message: str, hint: str | None = None,
+              code: str = "E001") -> None:
         span = _locate(self.source.text, where, key)
-        raise InputError([Diagnostic("E001", message, span=span, hint=hint, file=self.source.name)], self.source)
+        raise InputError([Diagnostic(code, message, span=span, hint=hint, file=self.source.name)], self.source)
 
 
 def _dotted(where: tuple[str, ...], key: str) -> str:

@@ -7,6 +7,7 @@ from typing import Iterable
 
 import attrs
 
+from admiss.redact import redact
 from admiss.source import NO_SPAN, Source, Span
 
 
@@ -29,20 +30,20 @@ class Diagnostic:
 
     def render(self, source: Source | None = None) -> str:
         """``file:line:col: CODE message``, the source line with a caret, then the hint."""
-        lines = [f"{self.location()}: {self.code} {self.message}"]
+        lines = [f"{self.location()}: {self.code} {redact(self.message)}"]
         if source is not None and self.span.line > 0:
             snippet = source.snippet(self.span)
             if snippet:
-                lines.append(snippet)
+                lines.append(redact(snippet, same_length=True))
         if self.hint:
-            lines.append(f"  hint: {self.hint}")
+            lines.append(f"  hint: {redact(self.hint)}")
         return "\n".join(lines)
 
     def to_dict(self) -> dict:
         return {
             "code": self.code,
             "severity": self.severity,
-            "message": self.message,
+            "message": redact(self.message),
             "file": self.file,
             "line": self.span.line,
             "column": self.span.column,

@@ -6,6 +6,7 @@ their error budgets, the event loop and the provider clients.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -93,7 +94,8 @@ class Runtime:
             ctx = self.gate_context()
             chain_ir = next(c for c in self.rubric.ir.chains if c.name == name)
             self.require_providers(model_calls(chain_ir))
-            self._chains[name] = CompiledChain(chain_ir, ctx, lambda g: ErrorBudget.for_gate(g, ctx.config.gates))
+            self._chains[name] = CompiledChain(chain_ir, ctx, lambda g: ErrorBudget.for_gate(g, ctx.config.gates),
+                                               _warn)
         return self._chains[name]
 
     def require_providers(self, calls: list) -> None:
@@ -107,6 +109,19 @@ class Runtime:
         if problems:
             raise InputError(problems, _rubric_source(self.rubric.origin))
 
+    def _cancel_running_gates(self) -> None:
+        import asyncio
+
+        running = asyncio.all_tasks(self._loop)
+        for task in running:
+            task.cancel()
+        if running:
+            self._loop.run_until_complete(asyncio.gather(*running, return_exceptions=True))
+
+    def gate_health(self) -> list:
+        """The error-budget state of every gate of the chains run so far (``cascade.GateHealth``)."""
+        return [health for chain in self._chains.values() for health in chain.gate_health()]
+
     def event_loop(self) -> asyncio.AbstractEventLoop:
         # One loop for the whole run, so provider clients keep their connections.
         if self._loop is None:
@@ -116,15 +131,28 @@ class Runtime:
         return self._loop
 
     def close(self) -> None:
-        """Close provider clients and the event loop; the runtime can be used again after."""
+        """Close provider clients and the event loop; the runtime can be used again after.
+
+        Gates still running (the run was interrupted: Ctrl-C, SIGTERM) are cancelled first,
+        which kills their programs' process groups and drops their requests.
+        """
         if self._loop is None:
             return
+        self._cancel_running_gates()
         if self._context is not None:
             self._loop.run_until_complete(self._context.providers.aclose())
             self._context = None
             self._chains.clear()
         self._loop.close()
         self._loop = None
+
+
+def _warn(message: str) -> None:
+    # A gate switched off mid-run changes what every later verdict means: say so at once,
+    # after the reports already written (stdout first keeps the two in order on a terminal).
+    sys.stdout.flush()
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
 
 
 def check_bundle(rubric: CompiledRubric, bundle: Any, bundle_name: str | None = None,

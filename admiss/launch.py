@@ -10,9 +10,12 @@ app in cli.py, which prints the same help and the same errors as ever.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
 from pathlib import Path
+from typing import Iterator
 
 # Long and short spellings of check's options that take a value, by CheckOptions field.
 _VALUE_OPTIONS = {"--rubric": "rubric", "-r": "rubric", "--format": "fmt", "-f": "fmt", "--chain": "chain",
@@ -78,17 +81,38 @@ def _options(given: dict[str, object]):
     )
 
 
+EXIT_TERMINATED = 128 + signal.SIGTERM
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise SystemExit(EXIT_TERMINATED)
+
+
+@contextlib.contextmanager
+def terminate_cleanly() -> Iterator[None]:
+    """SIGTERM unwinds like Ctrl-C (exit 143) instead of ending the process on the spot, so
+    the run's cleanup cancels its gates and kills their process groups (which live in
+    sessions of their own, out of reach of a signal sent to admiss's group)."""
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main() -> None:
     parsed = quick_check_arguments(sys.argv[1:])
     if parsed is None:
         from admiss.cli import main as typer_main
 
-        typer_main()
+        with terminate_cleanly():
+            typer_main()
         return
     from admiss.runner import run_check
 
     try:
-        code = run_check(*parsed)
+        with terminate_cleanly():
+            code = run_check(*parsed)
     except BrokenPipeError:
         # As click does: the reader has gone; stop writing, quietly.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -2,16 +2,24 @@
 
 A model id ``"NAME/model"`` goes to ``[providers.NAME]`` with model ``model``. Every failure
 (no such provider, unset key, connection, HTTP status, timeout, malformed reply) raises
-:class:`ProviderError`, which the gates turn into an abstain with ``error=True``.
+:class:`ProviderError`, which the gates turn into an abstain with a fault: the gate's, except
+when the request was refused for what it carried (``content_refused``: HTTP 400, 413 or 422,
+e.g. a candidate too long for the model's context, or a completion without text, the model
+declining), which is the candidate's.
 
 Only idempotent failures are retried: connection errors (the request never arrived), 429,
 502, 503 and 504 (the server says it did not do the work). A 500 or a read timeout may have
 been billed, so it is not repeated.
+
+Each request is bounded as a whole: ``timeout_s`` is a deadline from connecting to the
+reply's last byte (a server dripping one byte a second is cut off, not waited on for each
+byte), and a reply longer than ``max_reply_bytes`` (decompressed) is cut off and fails.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from typing import Any, Mapping, Sequence
 
@@ -21,6 +29,9 @@ import httpx
 from admiss.config import Config, ProviderConfig, provider_name
 
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
+# Statuses by which a server refuses a request for its content (too long, filtered, malformed
+# text), not for the provider's configuration or health: the candidate's fault, not the gate's.
+CONTENT_REFUSED_STATUSES = frozenset({400, 413, 422})
 # Backoff doubles from BACKOFF_S per retry, and a server's Retry-After is honoured up to MAX_DELAY_S.
 BACKOFF_S = 0.25
 MAX_DELAY_S = 4.0
@@ -29,15 +40,37 @@ MAX_DELAY_S = 4.0
 class ProviderError(Exception):
     """A model call failed; ``reason`` says how, in words fit for a report."""
 
-    def __init__(self, reason: str):
+    def __init__(self, reason: str, content_refused: bool = False):
         super().__init__(reason)
         self.reason = reason
+        # True when the server refused the request for what it carried, not for being down.
+        self.content_refused = content_refused
 
 
 @attrs.frozen
 class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
+
+
+@attrs.frozen
+class _Reply:
+    """An HTTP reply read whole, within the deadline and the size cap."""
+
+    status_code: int
+    headers: httpx.Headers
+    body: bytes
+
+    @property
+    def is_success(self) -> bool:
+        return 200 <= self.status_code < 300
+
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8", errors="replace")
+
+    def json(self) -> Any:
+        return json.loads(self.body)
 
 
 @attrs.frozen
@@ -102,19 +135,20 @@ class ChatClient:
             self._http = httpx.AsyncClient(timeout=httpx.Timeout(self.config.timeout_s))
         return self._http
 
-    async def _post_with_retries(self, body: dict, headers: dict[str, str]) -> httpx.Response:
+    async def _post_with_retries(self, body: dict, headers: dict[str, str]) -> _Reply:
         url = f"{self.config.base_url}/chat/completions"
         attempt = 0
         while True:
             final = attempt >= self.config.max_retries
             try:
-                response = await self._client().post(url, json=body, headers=headers)
+                response = await asyncio.wait_for(self._post(url, body, headers), self.config.timeout_s)
             except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
                 if final:
                     raise ProviderError(f"{self._where()}: cannot connect to {url}: {_describe(exc)}") from None
                 delay = _backoff(attempt)
-            except httpx.TimeoutException:
-                raise ProviderError(f"{self._where()}: no reply within {self.config.timeout_s:g}s") from None
+            except (httpx.TimeoutException, asyncio.TimeoutError):
+                raise ProviderError(f"{self._where()}: no reply within {self.config.timeout_s:g}s "
+                                    "(a deadline for the whole reply)") from None
             except httpx.HTTPError as exc:
                 raise ProviderError(f"{self._where()}: request failed: {_describe(exc)}") from None
             else:
@@ -124,11 +158,23 @@ class ChatClient:
             attempt += 1
             await asyncio.sleep(delay)
 
-    def _successful(self, response: httpx.Response, retries: int) -> httpx.Response:
+    async def _post(self, url: str, body: dict, headers: dict[str, str]) -> _Reply:
+        """The reply read whole, or ProviderError once it passes ``max_reply_bytes``."""
+        async with self._client().stream("POST", url, json=body, headers=headers) as response:
+            data = bytearray()
+            async for chunk in response.aiter_bytes():
+                data += chunk
+                if len(data) > self.config.max_reply_bytes:
+                    raise ProviderError(f"{self._where()}: reply longer than {self.config.max_reply_bytes} bytes; "
+                                        "cut off (max_reply_bytes)")
+            return _Reply(response.status_code, response.headers, bytes(data))
+
+    def _successful(self, response: _Reply, retries: int) -> _Reply:
         if response.is_success:
             return response
         tried = f" after {retries} retries" if retries else ""
-        raise ProviderError(f"{self._where()}: HTTP {response.status_code}{tried}{_error_detail(response)}")
+        raise ProviderError(f"{self._where()}: HTTP {response.status_code}{tried}{_error_detail(response)}",
+                            content_refused=response.status_code in CONTENT_REFUSED_STATUSES)
 
     def _where(self) -> str:
         return f"provider {self.config.name}"
@@ -170,14 +216,17 @@ class Providers:
         return self._clients[name]
 
 
-def _completion(response: httpx.Response, provider: str) -> Completion:
+def _completion(response: _Reply, provider: str) -> Completion:
     try:
         data = response.json()
         text = data["choices"][0]["message"]["content"]
-    except (ValueError, KeyError, IndexError, TypeError):
+    except (ValueError, KeyError, IndexError, TypeError, RecursionError):
         raise ProviderError(f"provider {provider}: reply is not a chat completion: {response.text[:200]!r}") from None
     if not isinstance(text, str):
-        raise ProviderError(f"provider {provider}: reply has no text content")
+        # A well-formed completion without text is the model declining (a refusal, a content
+        # filter): about what the request carried, not a fault of the provider.
+        raise ProviderError(f"provider {provider}: reply has no text content (the model declined)",
+                            content_refused=True)
     return Completion(text, _usage(data.get("usage")))
 
 
@@ -190,11 +239,11 @@ def _usage(data: Any) -> Usage | None:
     return Usage(prompt, completion)
 
 
-def _error_detail(response: httpx.Response) -> str:
+def _error_detail(response: _Reply) -> str:
     """The server's own error message when it sent one (OpenAI's ``error.message`` shape)."""
     try:
         message = response.json()["error"]["message"]
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):
         message = response.text
     message = str(message).strip()
     return f": {message[:200]}" if message else ""
@@ -208,7 +257,7 @@ def _backoff(attempt: int) -> float:
     return min(BACKOFF_S * 2**attempt, MAX_DELAY_S)
 
 
-def _retry_delay(attempt: int, response: httpx.Response) -> float:
+def _retry_delay(attempt: int, response: _Reply) -> float:
     try:
         asked = float(response.headers.get("retry-after", ""))
     except ValueError:

@@ -8,15 +8,22 @@ concurrently and cancel the rest at the first fail.
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 import attrs
 
 from admiss.config import Config
-from admiss.providers import Providers
+from admiss.redact import key_values, redact
+from admiss.providers import ProviderError, Providers
 
 PASS, FAIL, ABSTAIN = "pass", "fail", "abstain"
+# Whose fault a malfunction is (docs/gates.md, "Whose fault an error is"). Only the gate's own
+# faults count against its error budget: a candidate that makes a gate stumble abstains
+# itself, so no run of crafted outputs can switch a check off for the candidates after it.
+GATE_FAULT, CANDIDATE_FAULT = "gate", "candidate"
 
 
 @attrs.frozen
@@ -38,12 +45,40 @@ class GateResult:
     verdict: str  # PASS, FAIL or ABSTAIN
     score: float | None = None
     reason: str = ""
-    # True when the gate malfunctioned (crash, timeout, malformed reply, provider failure):
-    # such results count against the gate's error budget; genuine fails do not.
+    # True when the gate could not judge the candidate, whoever's fault it was (always
+    # ``fault is not None``). Given as True without a fault, the fault is the gate's.
     error: bool = False
     cost_usd: float = 0.0
     # Anything else a report should carry (e.g. the admissibility gate's property reports).
     details: dict[str, Any] | None = None
+    # Whose fault the error is: GATE_FAULT when the gate or what it depends on broke (counts
+    # against its error budget), CANDIDATE_FAULT when this candidate's own content caused it
+    # (counts against the candidate only). None for a genuine verdict or an honest "cannot tell".
+    fault: str | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if self.error and self.fault is None:
+            object.__setattr__(self, "fault", GATE_FAULT)
+        object.__setattr__(self, "error", self.fault is not None)
+
+
+def unsendable(candidate: Candidate) -> GateResult | None:
+    """An abstain (the candidate's fault) when its text cannot leave this process as UTF-8.
+
+    A lone surrogate (``"\\ud800"`` in the bundle's JSON) is a str Python holds but no UTF-8
+    encoder writes; the gates that send the candidate to a program or a model check first.
+    """
+    try:
+        json.dumps([candidate.output, candidate.prompt, candidate.meta], ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        reason = "the candidate's output, prompt or meta is not valid Unicode (it holds a lone surrogate)"
+        return GateResult(ABSTAIN, reason=reason, fault=CANDIDATE_FAULT)
+    return None
+
+
+def provider_fault(exc: ProviderError) -> str:
+    """Whose fault a failed model call is: the candidate's when the server refused its content."""
+    return CANDIDATE_FAULT if exc.content_refused else GATE_FAULT
 
 
 def _config_or_defaults(config: Config | None) -> Config:
@@ -52,6 +87,10 @@ def _config_or_defaults(config: Config | None) -> Config:
 
 def _providers_of(ctx: "GateContext") -> Providers:
     return Providers(ctx.config.providers)
+
+
+def _secrets_of(ctx: "GateContext") -> tuple[str, ...]:
+    return key_values((p.api_key_env for p in ctx.config.providers.values()), os.environ)
 
 
 @attrs.frozen
@@ -72,6 +111,12 @@ class GateContext:
     # True for a run without model calls on purpose (admiss check --offline): a gate that
     # would call a model abstains with a reason starting "offline" instead.
     offline: bool = False
+    # The configured provider keys' values, masked in every reason (admiss.redact).
+    secrets: tuple[str, ...] = attrs.field(default=attrs.Factory(_secrets_of, takes_self=True), repr=False)
+
+    def redact(self, text: str) -> str:
+        """``text`` fit to show: URL user-info and provider key values masked."""
+        return redact(text, self.secrets)
 
 
 @attrs.frozen

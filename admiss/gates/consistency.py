@@ -28,7 +28,8 @@ import attrs
 
 from admiss import ir
 from admiss.errors import Diagnostic, InputError
-from admiss.gates.base import ABSTAIN, FAIL, PASS, Candidate, GateCheck, GateContext, GateResult
+from admiss.gates.base import (ABSTAIN, CANDIDATE_FAULT, FAIL, GATE_FAULT, PASS, Candidate, GateCheck, GateContext,
+                                GateResult, provider_fault, unsendable)
 from admiss.gates.json_valid import NotJSON, parse_output
 from admiss.gates.meaning import Asker, clusters_of, needs_calls, semantic_entropy, share_with
 from admiss.providers import Completion, ProviderError, cost_usd
@@ -108,7 +109,7 @@ class _Consistency:
             self._check_can_resample(candidate)
         except _NoSamples as exc:
             return GateResult(ABSTAIN, reason=str(exc))
-        return await self._new_samples(candidate)
+        return unsendable(candidate) or await self._new_samples(candidate)
 
     async def _bundle_samples(self, candidate: Candidate) -> GateResult:
         samples = candidate.samples or ()
@@ -160,7 +161,7 @@ class _Consistency:
         clusters = await clusters_of(len(answers), cheaply_same, asker.entails)
         details = {"samples_from": source, "k": self.k, "cost_note": "; ".join(sorted(asker.cost_notes)) or None}
         if asker.failure is not None:
-            return GateResult(ABSTAIN, reason=asker.failure, error=asker.gate_fault, cost_usd=asker.cost_usd,
+            return GateResult(ABSTAIN, reason=asker.failure, fault=asker.fault, cost_usd=asker.cost_usd,
                               details={**details, "meaning": asker.receipt(None)})
         agreeing, score = share_with(clusters, 0, self.k)
         passed = score >= self.threshold
@@ -185,4 +186,7 @@ def _abstain_on(failures: list[BaseException], cost: float, cost_note: str | Non
     if unexpected:
         raise unexpected[0]
     reason = f"{len(failures)} sampling call(s) failed: {failures[0]}"
-    return GateResult(ABSTAIN, reason=reason, error=True, cost_usd=cost, details={"cost_note": cost_note})
+    # The gate's fault unless every failed call was refused for what it carried (the prompt).
+    faults = {provider_fault(f) for f in failures}
+    fault = CANDIDATE_FAULT if faults == {CANDIDATE_FAULT} else GATE_FAULT
+    return GateResult(ABSTAIN, reason=reason, fault=fault, cost_usd=cost, details={"cost_note": cost_note})

@@ -47,6 +47,8 @@ def reply_object(reply: str, keys: tuple[str, ...]) -> dict[str, Any]:
         data = json.loads(inside[1] if inside else text, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         raise BadReply(f"reply is not one JSON object ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except RecursionError:
+        raise BadReply("reply is JSON nested too deeply to read") from None
     if not isinstance(data, dict):
         raise BadReply(f"reply is JSON but not an object: {type(data).__name__}")
     _check_keys(list(data), keys)

@@ -1,7 +1,8 @@
 """``judge MODEL "provider/name" RUBRIC "..." [THRESHOLD t]``: a different model grades.
 
-Maker ≠ checker is structural: when the judge model is the candidate's model the gate
-abstains (``error=False``) before any call. Models are compared on the name after the last
+Maker ≠ checker is structural: when the judge model is the candidate's model (the bundle's
+``model`` for the candidate, else its rung's MODEL) the gate abstains (no fault: an honest
+"cannot tell") before any call, and so it does when neither names the maker. Models are compared on the name after the last
 ``/``, case-folded, so ``openai/GPT-5`` and ``azure/gpt-5`` count as the same model.
 
 The prompt pins a system message and fences the task prompt and the candidate output as
@@ -12,7 +13,10 @@ The reply must be exactly one JSON object (surrounding whitespace and one Markdo
 ```json fence around it are tolerated, as many models add them) whose keys are, in this
 order: ``failure_hypotheses`` (a non-empty list of non-empty strings), ``evidence`` (a list
 or a string), ``rationale`` (a string), ``score`` (a number in [0, 1]). Any other reply
-abstains with ``error=True`` and says why. Pass iff score >= THRESHOLD (default 0.7).
+abstains and says why, as the candidate's fault: the reply is about this candidate, whose
+text may have talked the judge out of the format, so it never counts against the judge's
+error budget. A provider failure is the gate's fault, unless the server refused the request
+for its content. Pass iff score >= THRESHOLD (default 0.7).
 
 Cost: the reply's token usage priced by ``[prices."provider/model"]``; 0 with a note when
 the model is unpriced.
@@ -27,7 +31,8 @@ import attrs
 
 from admiss import ir
 from admiss.errors import Diagnostic, InputError
-from admiss.gates.base import ABSTAIN, FAIL, PASS, Candidate, GateCheck, GateContext, GateResult
+from admiss.gates.base import (ABSTAIN, CANDIDATE_FAULT, FAIL, PASS, Candidate, GateCheck, GateContext, GateResult,
+                                provider_fault, unsendable)
 from admiss.gates.fencing import BadReply, fenced, fresh_nonce, reply_object
 from admiss.providers import Completion, ProviderError, cost_usd
 
@@ -138,11 +143,18 @@ class _Judge:
     ctx: GateContext
 
     async def run(self, candidate: Candidate) -> GateResult:
-        if candidate.model and same_model(self.model, candidate.model):
+        if not candidate.model:
+            reason = (f"maker unknown: the candidate names no model and its rung has no MODEL, so judge "
+                      f"{self.model} cannot tell it is not grading its own output")
+            return GateResult(ABSTAIN, reason=reason)
+        if same_model(self.model, candidate.model):
             reason = f"maker = checker: judge {self.model} would grade its own output ({candidate.model})"
             return GateResult(ABSTAIN, reason=reason)
         if candidate.output is None:
             return GateResult(ABSTAIN, reason="no output to grade")
+        unfit = unsendable(candidate)
+        if unfit is not None:
+            return unfit
         if self.ctx.offline:
             return GateResult(ABSTAIN, reason=f"offline: judge {self.model} not called")
         nonce = fresh_nonce([candidate.output, candidate.prompt or "", self.rubric])
@@ -150,7 +162,7 @@ class _Judge:
         try:
             completion = await self.ctx.providers.complete(self.model, messages)
         except ProviderError as exc:
-            return GateResult(ABSTAIN, reason=f"judge call failed: {exc.reason}", error=True)
+            return GateResult(ABSTAIN, reason=f"judge call failed: {exc.reason}", fault=provider_fault(exc))
         return self._result(completion)
 
     def _result(self, completion: Completion) -> GateResult:
@@ -160,7 +172,8 @@ class _Judge:
             grade = parse_grade(completion.text)
         except BadReply as exc:
             details["reply"] = completion.text
-            return GateResult(ABSTAIN, reason=f"judge reply rejected: {exc}", error=True, cost_usd=cost, details=details)
+            return GateResult(ABSTAIN, reason=f"judge reply rejected: {exc}", fault=CANDIDATE_FAULT, cost_usd=cost,
+                              details=details)
         details.update(attrs.asdict(grade, recurse=False))
         passed = grade.score >= self.threshold
         reason = f"score {grade.score:g} {'>=' if passed else '<'} threshold {self.threshold:g}: {grade.rationale}"

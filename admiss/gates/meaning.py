@@ -20,7 +20,7 @@ from typing import Any, Awaitable, Callable, Sequence
 
 import attrs
 
-from admiss.gates.base import GateContext
+from admiss.gates.base import CANDIDATE_FAULT, GateContext, provider_fault
 from admiss.gates.fencing import BadReply, fenced, fresh_nonce, reply_object
 from admiss.providers import ProviderError, cost_usd
 
@@ -147,9 +147,9 @@ class Asker:
     answers: Sequence[str]
     ctx: GateContext
     calls: list[Call] = attrs.field(factory=list)
-    # The first failure's reason, and whether the gate (not the candidate) is at fault.
+    # The first failure's reason, and whose fault it is (gates.base: GATE_FAULT or CANDIDATE_FAULT).
     failure: str | None = None
-    gate_fault: bool = False
+    fault: str | None = None
     cost_notes: set[str] = attrs.field(factory=set)
     _slots: asyncio.Semaphore = attrs.field(factory=lambda: asyncio.Semaphore(MAX_CONCURRENT_CALLS))
 
@@ -169,7 +169,7 @@ class Asker:
         try:
             completion = await self.ctx.providers.complete(self.model, messages)
         except ProviderError as exc:
-            return self._failed(Call(premise, hypothesis, None, 0.0, f"call failed: {exc.reason}"), gate_fault=True)
+            return self._failed(Call(premise, hypothesis, None, 0.0, f"call failed: {exc.reason}"), provider_fault(exc))
         cost, note = cost_usd(self.ctx.config, self.model, [completion.usage])
         if note:
             self.cost_notes.add(note)
@@ -178,14 +178,14 @@ class Asker:
         except BadReply as exc:
             # A reply that breaks the format is what crafted answer text provokes, so it
             # counts against the candidate (an abstain), not against the gate's budget.
-            return self._failed(Call(premise, hypothesis, None, cost, f"reply rejected: {exc}"), gate_fault=False)
+            return self._failed(Call(premise, hypothesis, None, cost, f"reply rejected: {exc}"), CANDIDATE_FAULT)
         self.calls.append(Call(premise, hypothesis, verdict, cost))
         return verdict
 
-    def _failed(self, call: Call, gate_fault: bool) -> bool:
+    def _failed(self, call: Call, fault: str) -> bool:
         self.calls.append(call)
         if self.failure is None:
-            self.failure, self.gate_fault = f"meaning model {self.model}: {call.reason}", gate_fault
+            self.failure, self.fault = f"meaning model {self.model}: {call.reason}", fault
         return False
 
     def receipt(self, clusters: Sequence[Sequence[int]] | None) -> dict[str, Any]:

@@ -1,16 +1,24 @@
 """``subprocess CMD ["prog", "arg"] [TIMEOUT 5s]``: bring your own check.
 
 The contract: the program runs without a shell, in the rubric's folder, in a process group
-of its own. It reads ``{"candidate": output, "prompt": prompt, "meta": meta}`` as JSON on
+of its own, with a small environment: the variables in BASE_ENV (and LC_*), plus those
+``[gates] pass_env`` names, never a configured provider's key (the candidate's own code may
+run in there, in a test-runner gate). It reads ``{"candidate": output, "prompt": prompt, "meta": meta}`` as JSON on
 stdin (the candidate never goes in argv or the environment, so it cannot inject itself into
 the command) and prints ``{"verdict": "pass"|"fail"|"abstain", "score"?: x, "reason"?: s}``
 on stdout, then exits 0.
 
-Abstain with ``error=True`` when: the program is not found or cannot start; it exits
+Abstain as the gate's fault when: the program is not found or cannot start; it exits
 non-zero (even after printing a verdict) or dies on a signal; it runs past the timeout
 (default 30 s); stdout exceeds 1 MiB; stdout is not that JSON object; the score is outside
-[0, 1]. On a timeout, an overflow or cancellation the whole process group is killed, and
-anything the program left running in its group is killed when it exits.
+[0, 1]. By the contract a program reports a bad candidate as a verdict, so a broken contract
+is the program's. Abstain as the candidate's fault when the candidate's text cannot be
+written as UTF-8 (a lone surrogate); the program is not started then.
+
+On a timeout, an overflow or cancellation the whole process group is killed, and
+anything the program left running in its group is killed when it exits. The verdict counts
+when the program exits: stdout is then drained for at most DRAIN_S, so a child that keeps
+stdout open cannot hold the verdict back until the timeout.
 
 Cost: wall time times ``[gates] subprocess_usd_per_second`` (default 0).
 """
@@ -23,17 +31,29 @@ import math
 import os
 import signal
 import tempfile
-from typing import IO, Any
+from typing import IO, Any, Mapping
 
 import attrs
 
 from admiss import ir
+from admiss.config import Config
 from admiss.errors import Diagnostic, InputError
-from admiss.gates.base import ABSTAIN, FAIL, PASS, Candidate, GateCheck, GateContext, GateResult
+from admiss.gates.base import (ABSTAIN, FAIL, GATE_FAULT, PASS, Candidate, GateCheck, GateContext, GateResult,
+                                unsendable)
 
 DEFAULT_TIMEOUT_S = 30.0
 MAX_STDOUT_BYTES = 1024 * 1024
 STDERR_TAIL_BYTES = 400
+# After the program exits, how long its stdout may take to close (a child it left behind may
+# hold it open); what was written by then is its reply.
+DRAIN_S = 0.5
+# What a gate program gets from admiss's environment: enough to find programs (PATH), to have
+# a home and a user for tools that keep caches or look up the user (HOME, USER, LOGNAME), to
+# read and write text in the right encoding and time zone (LANG, LANGUAGE, LC_*, TZ), and to
+# make temporary files where the operator wants them (TMPDIR). Nothing else is passed unless
+# ``[gates] pass_env`` names it; a configured provider key never is.
+BASE_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR")
+BASE_ENV_PREFIXES = ("LC_",)
 
 
 class _Abstain(Exception):
@@ -47,22 +67,39 @@ def build(gate: ir.Gate, ctx: GateContext) -> GateCheck:
     runner = _Runner(
         cmd=tuple(gate.cmd),
         cwd=str(ctx.rubric_dir),
+        env=program_environment(ctx.config),
         timeout_s=gate.timeout_s if gate.timeout_s is not None else DEFAULT_TIMEOUT_S,
         usd_per_second=ctx.config.gates.subprocess_usd_per_second,
     )
     return GateCheck(kind=gate.kind, cheap=False, arun=runner.run)
 
 
+def program_environment(config: Config, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment a gate program runs with: BASE_ENV, LC_*, and ``[gates] pass_env``, from
+    ``environ`` (admiss's own by default), less every configured provider's key variable."""
+    environ = os.environ if environ is None else environ
+    keys = {p.api_key_env for p in config.providers.values() if p.api_key_env}
+    wanted = set(BASE_ENV) | set(config.gates.pass_env)
+    return {
+        name: value for name, value in environ.items()
+        if (name in wanted or name.startswith(BASE_ENV_PREFIXES)) and name not in keys
+    }
+
+
 @attrs.frozen
 class _Runner:
     cmd: tuple[str, ...]
     cwd: str
+    env: dict[str, str]
     timeout_s: float
     usd_per_second: float
 
     async def run(self, candidate: Candidate) -> GateResult:
         loop = asyncio.get_running_loop()
         started = loop.time()
+        unfit = unsendable(candidate)
+        if unfit is not None:
+            return unfit
         result = await self._verdict(_stdin_payload(candidate))
         cost = (loop.time() - started) * self.usd_per_second
         return attrs.evolve(result, cost_usd=cost)
@@ -72,15 +109,16 @@ class _Runner:
             try:
                 transport, program = await self._start(stderr)
             except _Abstain as exc:
-                return GateResult(ABSTAIN, reason=str(exc), error=True)
+                return GateResult(ABSTAIN, reason=str(exc), fault=GATE_FAULT)
             try:
                 _feed(transport, payload)
-                stdout = await asyncio.wait_for(program.finished, self.timeout_s)
+                stdout = await asyncio.wait_for(program.reply(), self.timeout_s)
                 return _verdict_from(transport.get_returncode(), stdout, _tail(stderr))
             except asyncio.TimeoutError:
-                return GateResult(ABSTAIN, reason=f"timed out after {self.timeout_s:g}s; process group killed", error=True)
+                return GateResult(ABSTAIN, reason=f"timed out after {self.timeout_s:g}s; process group killed",
+                                  fault=GATE_FAULT)
             except _Abstain as exc:
-                return GateResult(ABSTAIN, reason=str(exc), error=True)
+                return GateResult(ABSTAIN, reason=str(exc), fault=GATE_FAULT)
             finally:
                 # Also on cancellation: a gate cancelled after a sibling failed leaves nothing running.
                 await _end(transport, program)
@@ -96,6 +134,7 @@ class _Runner:
                 # A file, not a pipe: a chatty program can never block on a full stderr pipe.
                 stderr=stderr,
                 cwd=self.cwd,
+                env=self.env,
                 start_new_session=True,
             )
         except FileNotFoundError:
@@ -111,6 +150,16 @@ class _Program(asyncio.SubprocessProtocol):
         self._stdout = bytearray()
         self.finished: asyncio.Future[bytes] = loop.create_future()
         self.exited: asyncio.Future[None] = loop.create_future()
+
+    async def reply(self) -> bytes:
+        """stdout once the program has exited and closed it, or DRAIN_S after the exit."""
+        await asyncio.wait([self.finished, self.exited], return_when=asyncio.FIRST_COMPLETED)
+        if not self.finished.done():
+            try:
+                return await asyncio.wait_for(asyncio.shield(self.finished), DRAIN_S)
+            except asyncio.TimeoutError:
+                return bytes(self._stdout)  # a child it left behind holds stdout open
+        return self.finished.result()
 
     def pipe_data_received(self, fd: int, data: bytes) -> None:
         if fd != 1 or self.finished.done():
@@ -180,6 +229,8 @@ def _parse_reply(stdout: bytes) -> dict[str, Any]:
         raise _Abstain("stdout is not UTF-8") from None
     except json.JSONDecodeError as exc:
         raise _Abstain(f"stdout is not JSON ({exc.msg}): {_preview(stdout)}") from None
+    except RecursionError:
+        raise _Abstain("stdout is JSON nested too deeply to read") from None
     if not isinstance(reply, dict):
         raise _Abstain(f"stdout is not a JSON object: {_preview(stdout)}")
     if reply.get("verdict") not in (PASS, FAIL, ABSTAIN):

@@ -82,6 +82,7 @@ def gate_dict(record: "GateRecord") -> dict[str, Any]:
         "duration_ms": record.duration_ms,
         "gate_cost_usd": record.gate_cost_usd,
         "disabled": record.disabled,
+        "fault": record.fault,
     }
     # The admissibility gate's property reports appear in the chain's report.
     if record.details and "properties" in record.details:

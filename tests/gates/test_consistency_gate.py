@@ -104,3 +104,14 @@ def test_json_outputs_agree_as_values(tmp_path):
 def test_k_below_one_is_an_input_error(tmp_path):
     with pytest.raises(InputError, match="K must be at least 1"):
         consistency.build(gate("consistency", k=0), GateContext(tmp_path))
+
+
+@pytest.mark.parametrize(("failures", "fault"), [
+    ((Reply(400, {"error": {"message": "prompt too long"}}),) * 3, "candidate"),
+    ((Reply(400, {"error": {"message": "prompt too long"}}), Reply(503, "down")), "gate"),
+])
+def test_a_sampling_failure_is_the_candidates_fault_only_when_every_refusal_was_for_content(
+        local_ctx, chat_server, failures, fault):
+    chat_server.script(*failures, *[completion("a")] * (3 - len(failures)))
+    result = consistent(local_ctx(max_retries=0), Candidate(output="a", model="local/maker", prompt="p"), k=3)
+    assert (result.verdict, result.fault) == (ABSTAIN, fault)

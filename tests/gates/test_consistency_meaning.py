@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import admiss
 from admiss.errors import InputError
 from admiss.gates import consistency, meaning
-from admiss.gates.base import ABSTAIN, FAIL, PASS, Candidate, GateContext
+from admiss.gates.base import ABSTAIN, CANDIDATE_FAULT, FAIL, GATE_FAULT, PASS, Candidate, GateContext
 
 # What each answer means, for the server's rule: A entails B iff they mean the same.
 MEANINGS = {
@@ -138,7 +138,7 @@ def test_a_failed_call_abstains_as_a_gate_error_and_what_ran_is_priced(local_ctx
     candidate = Candidate(output="Acme Corp operates it", prompt=PROMPT,
                           samples=("The operator is Acme Corporation", "Gamma Inc"))
     result = by_meaning(local_ctx(max_retries=0), candidate, k=2, threshold=0.5)
-    assert (result.verdict, result.error) == (ABSTAIN, True)
+    assert (result.verdict, result.fault) == (ABSTAIN, GATE_FAULT)
     assert result.reason.startswith("meaning model local/maker: call failed: provider local: HTTP 500")
     assert "clusters" not in result.details["meaning"]
     priced = [c for c in result.details["meaning"]["calls"] if c["entails"] is not None]
@@ -156,7 +156,7 @@ def test_a_reply_that_breaks_the_format_counts_against_the_candidate(local_ctx, 
     meaning_server.rule = obeys_the_candidate
     candidate = Candidate(output=crafted, prompt=PROMPT, samples=("Acme Corp operates it",))
     result = by_meaning(local_ctx(), candidate, k=1, threshold=1.0)
-    assert (result.verdict, result.error) == (ABSTAIN, False)
+    assert (result.verdict, result.fault) == (ABSTAIN, CANDIDATE_FAULT)
     assert "reply rejected: reply is not one JSON object" in result.reason
     # The crafted text reached the model only inside the fences.
     assert all(crafted in r.fenced().values() for r in meaning_server.requests)

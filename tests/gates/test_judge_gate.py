@@ -167,9 +167,11 @@ def test_nothing_to_grade_abstains_without_a_call(local_ctx, chat_server):
     assert chat_server.requests == []
 
 
-def test_a_candidate_without_a_model_is_still_graded(local_ctx, chat_server):
-    assert judged(local_ctx(), Candidate(output="x")).verdict == PASS
-    assert len(chat_server.requests) == 1
+def test_a_candidate_whose_maker_is_unknown_abstains_without_a_call(local_ctx, chat_server):
+    result = judged(local_ctx(), Candidate(output="x"))
+    assert (result.verdict, result.fault) == (ABSTAIN, None)
+    assert result.reason.startswith("maker unknown: the candidate names no model")
+    assert chat_server.requests == []
 
 
 def test_cancelling_the_gate_drops_the_request(local_ctx, chat_server):
@@ -192,3 +194,10 @@ def test_cancelling_the_gate_drops_the_request(local_ctx, chat_server):
     started = time.monotonic()
     asyncio.run(cancel_once_sent())
     assert time.monotonic() - started < 15  # generous: the reply would take 30 s
+
+
+def test_a_reply_nested_too_deeply_is_rejected_as_the_candidates_fault(local_ctx, chat_server):
+    chat_server.script(completion("[" * 100_000 + "]" * 100_000))
+    result = judged(local_ctx())
+    assert (result.verdict, result.fault) == (ABSTAIN, "candidate")
+    assert result.reason == "judge reply rejected: reply is JSON nested too deeply to read"

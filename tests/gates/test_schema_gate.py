@@ -103,9 +103,10 @@ def test_the_validator_is_built_once_not_per_candidate(tmp_path, monkeypatch):
     assert built == []
 
 
-def test_an_unresolvable_ref_abstains_as_an_error(tmp_path):
-    result = check(tmp_path, {"$ref": "other.json"}, "1")
-    assert (result.verdict, result.error) == (ABSTAIN, True)
+def test_an_unresolvable_ref_abstains_as_the_gates_fault(tmp_path):
+    # A pointer into the schema that leads nowhere is found only when a candidate reaches it.
+    result = check(tmp_path, {"$ref": "#/$defs/nowhere"}, "1")
+    assert (result.verdict, result.fault) == (ABSTAIN, "gate")
     assert "$ref" in result.reason
 
 

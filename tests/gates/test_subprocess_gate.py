@@ -171,3 +171,9 @@ def test_a_program_that_never_reads_its_input_still_gives_its_verdict(tmp_path):
     result = run(script("hang.py", str(pidfile), "--leave-child"), tmp_path, Candidate(output="y" * 4_000_000))
     kill_leftovers([recorded_pids(pidfile)["child"]])
     assert (result.verdict, result.error) == (PASS, False)
+
+
+def test_stdout_nested_too_deeply_abstains_as_the_programs_fault(tmp_path):
+    result = run(script("reply.py", "[" * 50_000 + "]" * 50_000), tmp_path)
+    assert (result.verdict, result.fault) == (ABSTAIN, "gate")
+    assert result.reason == "stdout is JSON nested too deeply to read"

@@ -1,0 +1,39 @@
+"""The one redaction step: URL user-info and configured key values never shown."""
+
+from __future__ import annotations
+
+import pytest
+
+from admiss.errors import Diagnostic
+from admiss.redact import key_values, redact
+from admiss.source import Source, Span
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("cannot connect to https://user:pa55@api.example/v1", "cannot connect to https://***@api.example/v1"),
+    ("postgres://svc:pw@db:5432/x and redis://:tok@cache", "postgres://***@db:5432/x and redis://***@cache"),
+    ("http://api.example/v1?user=a@b", "http://api.example/v1?user=a@b"),  # no user-info: untouched
+    ("mail me at someone@example.org", "mail me at someone@example.org"),
+])
+def test_url_user_info_is_masked(text, shown):
+    assert redact(text) == shown
+
+
+def test_key_values_are_masked_longest_first():
+    assert redact("keys sk-abcdefgh and sk-abcdefgh-longer", ["sk-abcdefgh", "sk-abcdefgh-longer"]) == "keys *** and ***"
+
+
+def test_only_set_and_long_enough_variables_are_keys():
+    environ = {"A": "sk-0123456789", "B": "short", "C": ""}
+    assert key_values(["A", "B", "C", "UNSET", None], environ) == ("sk-0123456789",)
+
+
+def test_a_quoted_source_line_keeps_its_columns():
+    source = Source("admiss.toml", 'base_url = "ftp://admin:pw@host/v1"\n')
+    rendered = Diagnostic("E001", "bad base_url 'ftp://admin:pw@host/v1'", Span.point(1, 12, 24),
+                          file="admiss.toml").render(source)
+    assert "admin:pw" not in rendered
+    line, caret = rendered.splitlines()[1:3]
+    assert line.endswith('base_url = "ftp://********@host/v1"')
+    # The caret still runs under the whole quoted URL, from its opening quote to its closing one.
+    assert (caret.index("^"), caret.rindex("^")) == (line.index('"'), line.rindex('"'))

@@ -34,6 +34,11 @@ class Format(str, enum.Enum):
     rich = "rich"
 
 
+class ReportShape(str, enum.Enum):
+    lean = "lean"
+    full = "full"
+
+
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"admiss {__version__}")
@@ -76,6 +81,10 @@ def check(
     fail_fast: bool = typer.Option(
         False, "--fail-fast", help="Stop at the first bundle that cannot be loaded or checked (exit 2)."
     ),
+    report: ReportShape = typer.Option(
+        ReportShape.lean, "--report", help="The JSON report's shape: lean (each excluded item as its detail, "
+        "reason and index) or full (with the item's fields and the rubric clause)."
+    ),
 ) -> None:
     """Check candidate bundles against a rubric and print evidence-first reports.
 
@@ -83,7 +92,7 @@ def check(
     """
     from admiss.runner import CheckOptions, run_check
 
-    options = CheckOptions(rubric, (fmt or _default_format()).value, chain, config, jobs, fail_fast)
+    options = CheckOptions(rubric, (fmt or _default_format()).value, chain, config, jobs, fail_fast, report.value)
     raise typer.Exit(run_check(bundles, options))
 
 

@@ -127,6 +127,7 @@ class CheckOptions(NamedTuple):
     config: Path | None = None
     jobs: int = 1
     fail_fast: bool = False
+    report: str = "lean"  # the JSON report's shape: "lean" or "full"
 
 
 # What crosses between processes is kept to plain tuples of strings and numbers: pickling
@@ -199,9 +200,8 @@ class CheckRun:
         # under a "==> name <==" line each (the blank line between them is the writer's).
         fmt = self.options.fmt
         if fmt == "json":
-            from admiss.report.json import report_json
-
-            return report_json(report) if self.many else json.dumps(report.to_dict(), indent=2, ensure_ascii=False)
+            data = report.to_dict(self.options.report == "full")
+            return json.dumps(data, ensure_ascii=False) if self.many else json.dumps(data, indent=2, ensure_ascii=False)
         if fmt == "rich":
             return report
         return f"==> {report.bundle_name} <==\n{report.to_text()}" if self.many else report.to_text()

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from admiss.bundle import evidence_rows, rung_problems
-from admiss.compiler import CompiledRubric, PropertyResult, offered
+from admiss.compiler import CompiledRubric, offered
 from admiss.errors import input_error
 from admiss.report import CheckReport
 

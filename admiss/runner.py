@@ -12,7 +12,6 @@ provider clients: an error budget counts the errors one worker has seen, not the
 
 from __future__ import annotations
 
-import json
 import stat
 import sys
 from collections import deque
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 from admiss.errors import AdmissError
+from admiss.jsonio import dumps_indented, dumps_line
 
 EXIT_PASS, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
 # Bundles per chunk sent to a worker: enough to amortise the pickling round trip.
@@ -201,17 +201,18 @@ class CheckRun:
         fmt = self.options.fmt
         if fmt == "json":
             data = report.to_dict(self.options.report == "full")
-            return json.dumps(data, ensure_ascii=False) if self.many else json.dumps(data, indent=2, ensure_ascii=False)
+            return dumps_line(data) if self.many else dumps_indented(data)
         if fmt == "rich":
             return report
-        return f"==> {report.bundle_name} <==\n{report.to_text()}" if self.many else report.to_text()
+        text = f"==> {report.bundle_name} <==\n{report.to_text()}" if self.many else report.to_text()
+        # A lone surrogate (a "\ud800" escape in a bundle) is written as that escape.
+        return text.encode("utf-8", "backslashreplace")
 
     def error_outcome(self, error: AdmissError, name: str) -> Outcome:
         shown = None
         if self.options.fmt == "json" and self.many:
             # Keep one output line per input line, so results stay aligned with the batch.
-            shown = json.dumps({"bundle": name, "error": [d.to_dict() for d in error.diagnostics]},
-                               ensure_ascii=False)
+            shown = dumps_line({"bundle": name, "error": [d.to_dict() for d in error.diagnostics]})
         return shown, error.render(), EXIT_BAD_INPUT, "error"
 
 
@@ -265,10 +266,12 @@ class _Writer:
 
                 print_report(shown)
             else:
-                gap = "\n" if self.printed and self.run.options.fmt == "text" else ""
-                sys.stdout.write(f"{gap}{shown}\n")
+                out = sys.stdout.buffer
+                if self.printed and self.run.options.fmt == "text":
+                    out.write(b"\n")
+                out.write(shown + b"\n")
                 if self.flush_each:
-                    sys.stdout.flush()
+                    out.flush()
             self.printed += 1
         self.exit_code = max(self.exit_code, code)
         self.counts[verdict] += 1
@@ -296,6 +299,9 @@ def run_check(paths: list[Path], options: CheckOptions) -> int:
     # sees each report as its bundle arrives.
     chunks = chunked(units_of(paths), CHUNK_SIZE if jobs > 1 else 1)
     progress = _progress_for(many, options)
+    if options.fmt == "rich" and hasattr(sys.stdout, "reconfigure"):
+        # rich writes text: a lone surrogate (a "\ud800" escape in a bundle) is shown escaped.
+        sys.stdout.reconfigure(errors="backslashreplace")
     # Input from a pipe may come slowly: then each report is flushed as soon as it is ready.
     writer = _Writer(run, progress, flush_each=not all(_regular_file(p) for p in paths))
     try:

@@ -4,6 +4,7 @@ shape spells out its fields and clause, and every report dict is an object of it
 from __future__ import annotations
 
 import copy
+import json
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -115,3 +116,16 @@ def test_an_item_excluded_by_several_properties_gets_an_entry_of_its_own_in_each
     assert (first["reason"], second["reason"]) == ("forbidden", "inadmissible")
     lean_first, lean_second = (p["excluded"][0] for p in report.to_dict()["properties"])
     assert lean_first is not lean_second and lean_first["index"] == lean_second["index"] == 0
+
+
+def test_json_lines_are_compact_with_the_documented_field_order(admiss_cli, tmp_path):
+    (tmp_path / "r.rubric").write_text(SOURCE)
+    (tmp_path / "b.jsonl").write_text((json.dumps(BUNDLE) + "\n") * 2)
+    ran = admiss_cli("check", "--rubric", "r.rubric", "--format", "json", "b.jsonl")
+    first, second = ran.out.splitlines()
+    assert first.replace(":1", ":2", 1) == second
+    report = json.loads(first)
+    assert list(report) == ["bundle", "rubric", "verdict", "aggregate", "missing_evidence_count", "properties"]
+    assert list(report["properties"][0]) == ["property", "name", "admissible", "forbidden", "shortcut_rejections",
+                                             "evidence", "excluded", "rationale", "default_verdict", "verdict"]
+    assert first.startswith('{"bundle":"b.jsonl:1","rubric":"r","verdict":"fail"')

@@ -75,8 +75,8 @@ def check(
         "else in the working folder]."
     ),
     jobs: int = typer.Option(
-        1, "--jobs", "-j", min=1, help="Check in this many worker processes (text and json formats); "
-        "reports keep the input order."
+        1, "--jobs", "-j", min=1, help="Check in this many worker processes (text and json formats, regular "
+        "files; a pipe is checked in one process); reports keep the input order."
     ),
     fail_fast: bool = typer.Option(
         False, "--fail-fast", help="Stop at the first bundle that cannot be loaded or checked (exit 2)."

@@ -13,13 +13,17 @@ import threading
 import pytest
 
 from admiss.launch import quick_check_arguments
-from admiss.runner import CHUNK_SIZE, CheckOptions
+from admiss.runner import MIN_PIECE_BYTES, CheckOptions
 from test_seed import SHORTCUT, STRICT, TEN_K
+
+
+# Lines per batch, and a line in its middle: the batch is cut into several pieces for --jobs.
+CHUNK_SIZE = 512
 
 
 @pytest.fixture
 def batch(tmp_path):
-    """A .jsonl longer than two chunks, with a bad line, blank lines and a malformed bundle."""
+    """A .jsonl cut into several pieces for --jobs, with a bad line, blank lines and a malformed bundle."""
     (tmp_path / "sec.rubric").write_text(STRICT)
     lines = []
     for n in range(2 * CHUNK_SIZE + 40):
@@ -29,6 +33,7 @@ def batch(tmp_path):
     lines[CHUNK_SIZE + 7] = ""
     lines[CHUNK_SIZE + 9] = json.dumps({"evidence": [{"kind": "final_answer"}]})
     (tmp_path / "batch.jsonl").write_text("\n".join(lines) + "\n")
+    assert (tmp_path / "batch.jsonl").stat().st_size > 2 * MIN_PIECE_BYTES
     return tmp_path
 
 

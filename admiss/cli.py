@@ -85,6 +85,13 @@ def check(
         ReportShape.lean, "--report", help="The JSON report's shape: lean (each excluded item as its detail, "
         "reason and index) or full (with the item's fields and the rubric clause)."
     ),
+    ray_address: Optional[str] = typer.Option(
+        None, "--ray", metavar="ADDRESS", help="Check on a Ray cluster (pip install 'admiss[ray]'): 'local' starts "
+        "one here, else a cluster address such as 'auto' or 'ray://host:10001'. Needs --rubric and -o."
+    ),
+    output: Optional[Path] = typer.Option(
+        None, "--output", "-o", help="With --ray: the folder for reports.jsonl, properties.parquet and summary.json."
+    ),
 ) -> None:
     """Check candidate bundles against a rubric and print evidence-first reports.
 
@@ -92,8 +99,25 @@ def check(
     """
     from admiss.runner import CheckOptions, run_check
 
+    if ray_address is not None or output is not None:
+        raise typer.Exit(_check_on_ray(ray_address, bundles, rubric, output, chain, report.value, config))
     options = CheckOptions(rubric, (fmt or _default_format()).value, chain, config, jobs, fail_fast, report.value)
     raise typer.Exit(run_check(bundles, options))
+
+
+def _check_on_ray(address: str | None, bundles: List[Path], rubric: Optional[Path], output: Optional[Path],
+                  chain: Optional[str], report: str, config: Optional[Path]) -> int:
+    if address is None or output is None or rubric is None:
+        sys.stderr.write("admiss check: --ray ADDRESS, -o OUTDIR and --rubric FILE go together\n")
+        return EXIT_BAD_INPUT
+    try:
+        from admiss.ray import run_on_ray
+    except ModuleNotFoundError as missing:
+        if missing.name not in ("ray", "pyarrow"):
+            raise
+        sys.stderr.write("admiss check: --ray needs Ray: pip install 'admiss[ray]'\n")
+        return EXIT_BAD_INPUT
+    return run_on_ray(address, bundles, rubric, output, chain, report, config)
 
 
 @app.command("compile")

@@ -155,11 +155,12 @@ class CheckRun:
     """What checking a bundle needs: the options and the rubrics loaded so far. Pickles (to
     the workers) with the --rubric rubric; others are loaded again where needed."""
 
-    def __init__(self, options: CheckOptions, many: bool):
+    def __init__(self, options: CheckOptions, many: bool, rubric=None):
+        """``rubric`` (a loaded admiss.Rubric) takes the place of options.rubric."""
         self.options = options
         self.many = many
         self.rubrics: dict[Path, Any] = {}
-        self.fixed_rubric = self.rubric_at(options.rubric) if options.rubric else None
+        self.fixed_rubric = rubric if rubric is not None else self.rubric_at(options.rubric) if options.rubric else None
 
     def __getstate__(self) -> dict:
         return {"options": self.options, "many": self.many, "fixed_rubric": self.fixed_rubric, "rubrics": {}}

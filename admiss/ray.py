@@ -196,7 +196,9 @@ def run_on_ray(address: str, paths: list[Path], rubric: Path, output: Path, chai
                config: Path | None) -> int:
     """``admiss check --ray ADDRESS``: the exit code, as ``admiss check`` would give it."""
     if address == "local":
-        ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
+        # A Ray instance of this machine's own, reached over loopback only.
+        ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False,
+                 _node_ip_address="127.0.0.1")
     else:
         ray.init(address=address, log_to_driver=False, configure_logging=False)
     try:

@@ -27,7 +27,8 @@ def run(settings: Settings) -> None:
         return
     count = settings.batch_bundles // 5
     props = datagen.properties(PROPERTIES)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
+             _node_ip_address="127.0.0.1")  # loopback only
     try:
         with tempfile.TemporaryDirectory(prefix="admiss-bench-ray-") as tmp:
             folder = Path(tmp)

@@ -18,7 +18,8 @@ from test_seed import SHORTCUT, STRICT, TEN_K  # noqa: E402
 
 @pytest.fixture(scope="session")
 def local_ray():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
+             _node_ip_address="127.0.0.1")  # loopback only
     yield
     ray.shutdown()
 

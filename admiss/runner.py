@@ -385,7 +385,7 @@ def _progress_for(many: bool, options: CheckOptions):
 # ---------------------------------------------------------------- admiss check --jobs N: pieces of files
 
 # A piece is a byte range of a .jsonl file that starts at a line start, with the number of
-# its first line; a .json file is one piece of its own (end -1). Pieces are at least this
+# its first line; a .json file (or a file that cannot be read) is one piece of its own (end -1). Pieces are at least this
 # large, and there are about this many per worker, so a slow worker does not hold up the end.
 MIN_PIECE_BYTES = 32 * 1024
 PIECES_PER_JOB = 4
@@ -403,13 +403,28 @@ class Piece(NamedTuple):
 
 def cut_pieces(paths: list[Path], jobs: int, min_bytes: int = MIN_PIECE_BYTES) -> list[Piece]:
     """Pieces of ``paths`` in input order, each .jsonl file cut at line boundaries."""
-    sizes = [p.stat().st_size if p.suffix == ".jsonl" else 0 for p in paths]
+    sizes = [_size(p) if p.suffix == ".jsonl" else 0 for p in paths]
     piece_bytes = max(min_bytes, sum(sizes) // (jobs * PIECES_PER_JOB) + 1)
     pieces: list[Piece] = []
     for file, (path, size) in enumerate(zip(paths, sizes)):
-        ranges = _line_ranges(path, size, piece_bytes) if path.suffix == ".jsonl" else [(0, -1, 0)]
+        ranges = _ranges(path, size, piece_bytes) if path.suffix == ".jsonl" and size >= 0 else [(0, -1, 0)]
         pieces.extend([Piece(len(pieces) + i, file, str(path), *r) for i, r in enumerate(ranges)])
     return pieces
+
+
+def _size(path: Path) -> int:
+    """The file's size, or -1 when it cannot be read (a worker then reports why in its place)."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return -1
+
+
+def _ranges(path: Path, size: int, piece_bytes: int) -> list[tuple[int, int, int]]:
+    try:
+        return _line_ranges(path, size, piece_bytes)
+    except AdmissError:  # unreadable: one piece, whose worker reports the error in its place
+        return [(0, -1, 0)]
 
 
 def _line_ranges(path: Path, size: int, piece_bytes: int) -> list[tuple[int, int, int]]:
@@ -654,10 +669,7 @@ class _Done(NamedTuple):
 def _run_in_workers(run: CheckRun, paths: list[Path], progress) -> int:
     """Check ``paths`` in run.options.jobs worker processes, each piece into chunk files of
     its own; copy the chunks to stdout and stderr in input order."""
-    try:
-        pieces = cut_pieces(paths, run.options.jobs)
-    except AdmissError:  # a file that cannot be read: let the plain path report it in place
-        return _run_here(run, paths, progress)
+    pieces = cut_pieces(paths, run.options.jobs)
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         with tempfile.TemporaryDirectory(prefix="admiss-chunks-") as folder:

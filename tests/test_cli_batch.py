@@ -72,11 +72,13 @@ def test_fail_fast_does_not_stop_at_a_failing_verdict(admiss_cli, batch):
     assert len(ran.out.splitlines()) == 3 and ran.code == 1
 
 
-def test_reports_stream_out_while_a_pipe_is_still_being_written(batch):
+@pytest.mark.parametrize("jobs", ["1", "2"])  # a FIFO cannot be cut: --jobs 2 streams it in one process
+def test_reports_stream_out_while_a_pipe_is_still_being_written(batch, jobs):
     fifo = batch / "live.jsonl"
     os.mkfifo(fifo)
     proc = subprocess.Popen([sys.executable, "-m", "admiss", "check", "--rubric", "sec.rubric", "--format", "json",
-                             str(fifo)], cwd=batch, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             "--jobs", jobs, str(fifo)], cwd=batch, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
     first_report = []
     with open(fifo, "w") as writer:
         writer.write(json.dumps({"evidence": [TEN_K]}) + "\n")
@@ -104,6 +106,7 @@ TYPER = "import sys; from admiss.cli import main; sys.argv[0] = 'admiss'; main()
     ["check", "-r", "sec.rubric", "--format", "text", "missing.jsonl", "batch.jsonl"],
     ["check", "-r", "sec.rubric", "--chain", "nope", "--format", "json", "batch.jsonl"],
     ["check", "-r", "missing.rubric", "batch.jsonl"],
+    ["check", "-r", "sec.rubric", "-f", "json", "--report", "full", "-j", "2", "missing.jsonl", "batch.jsonl"],
 ])
 def test_the_quick_parser_runs_a_command_line_as_typer_does(batch, args):
     quick = subprocess.run([sys.executable, "-m", "admiss", *args], cwd=batch, capture_output=True, text=True, timeout=60)

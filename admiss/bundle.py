@@ -8,6 +8,7 @@ from typing import Any, Iterator
 
 from admiss.compiler import Row, rows_of
 from admiss.errors import BundleError, Diagnostic, did_you_mean
+from admiss.jsonio import DecodeError as FastDecodeError, loads as fast_loads
 from admiss.source import Source, Span
 
 _EVIDENCE_FIELDS = ("kind", "detail", "source_label")
@@ -20,21 +21,14 @@ def _type_word(value: Any) -> str:
     return _TYPE_WORDS.get(type(value), type(value).__name__)
 
 
-try:  # orjson, when installed, parses bundles several times faster than the json module
-    from orjson import JSONDecodeError as _FastDecodeError, loads as _fast_loads
-except ImportError:  # pragma: no cover - depends on the environment
-    _fast_loads = None
-
-
 def parse_bundle_text(text: str | bytes, name: str, line_offset: int = 0) -> Any:
     """The JSON value in ``text``, or BundleError B001 at the line and column that broke."""
-    if _fast_loads is not None:
-        try:
-            return _fast_loads(text)
-        except _FastDecodeError:
-            # orjson is stricter (NaN, huge integers, lone surrogates) and its messages differ:
-            # the json module decides, and words the error.
-            pass
+    try:
+        return fast_loads(text)
+    except FastDecodeError:
+        # orjson is stricter (NaN, huge integers, lone surrogates) and its messages differ:
+        # the json module decides, and words the error.
+        pass
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

@@ -34,6 +34,11 @@ class Format(str, enum.Enum):
     rich = "rich"
 
 
+class ReportShape(str, enum.Enum):
+    lean = "lean"
+    full = "full"
+
+
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"admiss {__version__}")
@@ -70,8 +75,8 @@ def check(
         "else in the working folder]."
     ),
     jobs: int = typer.Option(
-        1, "--jobs", "-j", min=1, help="Check in this many worker processes (text and json formats); "
-        "reports keep the input order."
+        1, "--jobs", "-j", min=1, help="Check in this many worker processes (text and json formats, regular "
+        "files; a pipe is checked in one process); reports keep the input order."
     ),
     fail_fast: bool = typer.Option(
         False, "--fail-fast", help="Stop at the first bundle that cannot be loaded or checked (exit 2)."
@@ -81,6 +86,17 @@ def check(
         "asking their MEANING MODEL) abstain with reason \"offline\" and their ON ABSTAIN applies; reports say "
         "the run was offline. Without it, a model gate whose provider admiss.toml lacks is an error (exit 2)."
     ),
+    report: ReportShape = typer.Option(
+        ReportShape.lean, "--report", help="The JSON report's shape: lean (each excluded item as its detail, "
+        "reason and index) or full (with the item's fields and the rubric clause)."
+    ),
+    ray_address: Optional[str] = typer.Option(
+        None, "--ray", metavar="ADDRESS", help="Check on a Ray cluster (pip install 'admiss[ray]'): 'local' starts "
+        "one here, else a cluster address such as 'auto' or 'ray://host:10001'. Needs --rubric and -o."
+    ),
+    output: Optional[Path] = typer.Option(
+        None, "--output", "-o", help="With --ray: the folder for reports.jsonl, properties.parquet and summary.json."
+    ),
 ) -> None:
     """Check candidate bundles against a rubric and print evidence-first reports.
 
@@ -88,8 +104,26 @@ def check(
     """
     from admiss.runner import CheckOptions, run_check
 
-    options = CheckOptions(rubric, (fmt or _default_format()).value, chain, config, jobs, fail_fast, offline)
+    if ray_address is not None or output is not None:
+        raise typer.Exit(_check_on_ray(ray_address, bundles, rubric, output, chain, report.value, config, offline))
+    options = CheckOptions(rubric, (fmt or _default_format()).value, chain, config, jobs, fail_fast, offline,
+                           report.value)
     raise typer.Exit(run_check(bundles, options))
+
+
+def _check_on_ray(address: str | None, bundles: List[Path], rubric: Optional[Path], output: Optional[Path],
+                  chain: Optional[str], report: str, config: Optional[Path], offline: bool) -> int:
+    if address is None or output is None or rubric is None:
+        sys.stderr.write("admiss check: --ray ADDRESS, -o OUTDIR and --rubric FILE go together\n")
+        return EXIT_BAD_INPUT
+    try:
+        from admiss.ray import run_on_ray
+    except ModuleNotFoundError as missing:
+        if missing.name not in ("ray", "pyarrow"):
+            raise
+        sys.stderr.write("admiss check: --ray needs Ray: pip install 'admiss[ray]'\n")
+        return EXIT_BAD_INPUT
+    return run_on_ray(address, bundles, rubric, output, chain, report, config, offline)
 
 
 @app.command("compile")

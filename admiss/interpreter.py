@@ -11,36 +11,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from admiss.bundle import evidence_rows, rung_problems
-from admiss.compiler import CompiledRubric, PropertyResult, offered
+from admiss.compiler import CompiledRubric, offered
 from admiss.errors import input_error
-from admiss.report.json import report_dict
-from admiss.report.text import report_text
+from admiss.report import CheckReport
 
 if TYPE_CHECKING:
     import asyncio
-
-
-class CheckReport:
-    """The outcome of checking one bundle: per-property results, the chain, the verdict."""
-
-    __slots__ = ("rubric", "bundle_name", "properties", "missing_evidence_count", "aggregate", "chain", "verdict")
-
-    def __init__(self, rubric: CompiledRubric, bundle_name: str | None, properties: list[PropertyResult],
-                 chain=None):
-        self.rubric = rubric
-        self.bundle_name = bundle_name
-        self.properties = properties
-        self.missing_evidence_count = [r.verdict for r in properties].count("no")
-        self.aggregate = "pass" if self.missing_evidence_count == 0 else "fail"
-        self.chain = chain
-        # With a CHAIN the chain decides; without one, the properties' aggregate does.
-        self.verdict = self.aggregate if chain is None else chain.verdict
-
-    def to_dict(self) -> dict[str, Any]:
-        return report_dict(self)
-
-    def to_text(self) -> str:
-        return report_text(self)
 
 
 class Runtime:
@@ -161,11 +137,12 @@ def check_bundle(rubric: CompiledRubric, bundle: Any, bundle_name: str | None = 
     name = bundle_name or "<bundle>"
     rows, scoped = evidence_rows(bundle, name, rubric.property_names)
     results = [prop.check(offered(rows, prop.name) if scoped else rows) for prop in rubric.properties]
+    evidence = bundle.get("evidence", ())
     if not rubric.ir.chains:
-        return CheckReport(rubric, bundle_name, results)
+        return CheckReport(rubric, bundle_name, results, None, evidence)
     runtime = runtime or Runtime(rubric)
     chain_name = runtime.chain_name(chain)
-    return CheckReport(rubric, bundle_name, results, _run_chain(runtime, chain_name, bundle, name))
+    return CheckReport(rubric, bundle_name, results, _run_chain(runtime, chain_name, bundle, name), evidence)
 
 
 def _run_chain(runtime: Runtime, chain_name: str, bundle: dict, name: str):

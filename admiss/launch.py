@@ -19,9 +19,11 @@ from typing import Iterator
 
 # Long and short spellings of check's options that take a value, by CheckOptions field.
 _VALUE_OPTIONS = {"--rubric": "rubric", "-r": "rubric", "--format": "fmt", "-f": "fmt", "--chain": "chain",
-                  "--config": "config", "--jobs": "jobs", "-j": "jobs"}
-_FLAG_OPTIONS = {"--fail-fast": "fail_fast"}
+                  "--config": "config", "--jobs": "jobs", "-j": "jobs",
+                 "--report": "report"}
+_FLAG_OPTIONS = {"--fail-fast": "fail_fast", "--offline": "offline"}
 _FORMATS = ("text", "json", "rich")
+_REPORTS = ("lean", "full")
 
 
 def quick_check_arguments(argv: list[str]):
@@ -62,6 +64,8 @@ def _plain_value(field: str, value: str | None) -> bool:
         return False
     if field == "fmt":
         return value in _FORMATS
+    if field == "report":
+        return value in _REPORTS
     if field == "jobs":
         return value.isascii() and value.isdigit() and int(value) >= 1
     return True
@@ -78,6 +82,8 @@ def _options(given: dict[str, object]):
         config=Path(given["config"]) if "config" in given else None,
         jobs=int(given.get("jobs", 1)),
         fail_fast=bool(given.get("fail_fast", False)),
+        offline=bool(given.get("offline", False)),
+        report=given.get("report", "lean"),
     )
 
 

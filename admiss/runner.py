@@ -1,31 +1,45 @@
-"""Checking many bundles: streamed from files or any iterable, in this process or in a pool.
+"""Checking many bundles: streamed from files or any iterable, in this process or in workers.
 
-Bundle files are read as a stream (a .jsonl file line by line), and reports are written in
-input order as they are ready, so memory stays flat in the input size. With jobs > 1,
-chunks of input go to a pool of worker processes that parse, check and render them, with
-at most a few chunks in flight.
+One bundle: ``CheckRun.report_for`` turns one parsed JSON value into its report; that is the
+single per-bundle seam everything below goes through.
 
-Workers are started with the "spawn" method and are handed the compiled rubric pickled
-(by its IR), so each worker builds its own gate chains, error budgets, event loop and
-provider clients: an error budget counts the errors one worker has seen, not the batch's.
+``admiss check`` reads bundle files as a stream (a .jsonl file line by line) and writes
+reports in input order as they are ready, so memory stays flat in the input size. With
+``--jobs N`` over regular files, the files are cut into byte ranges at line boundaries; N
+worker processes each read their own ranges and write each range's output to a chunk file
+of its own, and this process only copies the chunks to stdout and stderr in input order.
+A worker that dies costs only the bundle it was checking (reported as a located error);
+another worker carries on with the rest of its range. Inputs that cannot be cut (stdin,
+pipes, FIFOs) are checked in this process as they arrive.
+
+Workers are started with the "spawn" method and are handed the check run pickled (the
+compiled rubric by its IR), so each worker builds its own gate chains, error budgets,
+event loop and provider clients: an error budget counts the errors one worker has seen.
 """
 
 from __future__ import annotations
 
-import json
+import os
+import shutil
+import signal
 import stat
 import sys
+import tempfile
 from collections import deque
 from functools import partial
 from itertools import islice
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, NamedTuple
+from typing import Any, BinaryIO, Callable, Iterable, Iterator, NamedTuple
 
-from admiss.errors import AdmissError
+from admiss.api import load, read_text
+from admiss.bundle import parse_bundle_text, validate_bundle
+from admiss.collector import freeze_long_lived
+from admiss.errors import AdmissError, BundleError, Diagnostic, input_error
+from admiss.files import reading
+from admiss.jsonio import dumps_indented, dumps_line
+from admiss.source import Source, Span
 
 EXIT_PASS, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
-# Bundles per chunk sent to a worker: enough to amortise the pickling round trip.
-CHUNK_SIZE = 256
 # Progress is redrawn after this many bundles, so drawing never costs more than checking.
 PROGRESS_EVERY = 500
 
@@ -69,7 +83,7 @@ def _pooled(work: Callable[[Any, Any], Any], chunks: Iterable[Any], jobs: int, s
         while in_flight:
             yield in_flight.popleft().result()
     finally:
-        # Stopping early (--fail-fast, an error, the caller gave up) drops queued chunks.
+        # Stopping early (an error, the caller gave up) drops queued chunks.
         pool.shutdown(wait=True, cancel_futures=True)
 
 
@@ -107,8 +121,6 @@ def _check_all(state: tuple[Any, str | None], bundles: list[Any]) -> list[Any]:
 
 
 def _checked(rubric, bundle: Any, chain: str | None) -> Any:
-    from admiss.bundle import parse_bundle_text
-
     try:
         if isinstance(bundle, (str, bytes, bytearray)):
             bundle = parse_bundle_text(bundle, "<bundle>")
@@ -117,7 +129,7 @@ def _checked(rubric, bundle: Any, chain: str | None) -> Any:
         return error
 
 
-# ---------------------------------------------------------------- admiss check
+# ---------------------------------------------------------------- admiss check: one bundle
 
 
 class CheckOptions(NamedTuple):
@@ -128,28 +140,28 @@ class CheckOptions(NamedTuple):
     jobs: int = 1
     fail_fast: bool = False
     offline: bool = False
+    report: str = "lean"  # the JSON report's shape: "lean" or "full"
 
 
-# What crosses between processes is kept to plain tuples of strings and numbers: pickling
-# them costs a tenth of pickling named tuples or Path objects, and a batch sends millions.
-#
-# A unit is one bundle to check: (file path, line number, JSON text), the line number 0 for
-# a .json file (one bundle), or an AdmissError in place of a file that could not be read.
+# A unit is one bundle to check: (file path, line number, its JSON text as str or bytes),
+# the line number 0 for a .json file (one bundle), or an AdmissError in place of a file
+# that could not be read.
 Unit = tuple
-# An outcome is (what to show: text for stdout, a CheckReport to draw with rich, or None;
+# An outcome is (what to show: bytes for stdout, a CheckReport to draw with rich, or None;
 # an error message for stderr or None; the exit code; "pass", "fail" or "error").
 Outcome = tuple
 
 
 class CheckRun:
     """What checking a bundle needs: the options and the rubrics loaded so far. Pickles (to
-    the workers of a pool) with the --rubric rubric; others are loaded again where needed."""
+    the workers) with the --rubric rubric; others are loaded again where needed."""
 
-    def __init__(self, options: CheckOptions, many: bool):
+    def __init__(self, options: CheckOptions, many: bool, rubric=None):
+        """``rubric`` (a loaded admiss.Rubric) takes the place of options.rubric."""
         self.options = options
         self.many = many
         self.rubrics: dict[Path, Any] = {}
-        self.fixed_rubric = self.rubric_at(options.rubric) if options.rubric else None
+        self.fixed_rubric = rubric if rubric is not None else self.rubric_at(options.rubric) if options.rubric else None
         if self.fixed_rubric is not None:
             # Before any bundle: a gate's missing provider stops the run here, once.
             self.fixed_rubric.prepare(options.chain)
@@ -158,8 +170,6 @@ class CheckRun:
         return {"options": self.options, "many": self.many, "fixed_rubric": self.fixed_rubric, "rubrics": {}}
 
     def rubric_at(self, path: Path):
-        from admiss.api import load
-
         key = path.resolve()
         if key not in self.rubrics:
             self.rubrics[key] = load(path, self.options.config, self.options.offline)
@@ -170,9 +180,6 @@ class CheckRun:
             rubric.close()
 
     def rubric_for(self, bundle: Any, path: str, name: str):
-        from admiss.bundle import validate_bundle
-        from admiss.errors import input_error
-
         if self.fixed_rubric is not None:
             return self.fixed_rubric
         # Check the bundle's shape first, so a bad "rubric" field is named as such.
@@ -183,17 +190,21 @@ class CheckRun:
                           hint='pass --rubric FILE, or give the bundle a "rubric" field (a path relative to it)',
                           code="E002")
 
-    def outcome(self, unit: Unit | AdmissError) -> Outcome:
-        from admiss.bundle import parse_bundle_text
+    def report_for(self, value: Any, path: str, name: str):
+        """The report for one parsed JSON value from file ``path`` (``name`` is how reports
+        and errors call it); AdmissError if it cannot be checked. The per-bundle seam."""
+        return self.rubric_for(value, path, name).check(value, name, self.options.chain)
 
+    def outcome(self, unit: Unit | AdmissError) -> Outcome:
         if isinstance(unit, AdmissError):  # the file itself could not be read
             return self.error_outcome(unit, unit.diagnostics[0].file or "")
         path, number, text = unit
         # A line of a .jsonl file is named path:line; its JSON errors point into the file.
         name = f"{path}:{number}" if number else path
         try:
-            bundle = parse_bundle_text(text, path, number - 1 if number else 0)
-            report = self.rubric_for(bundle, path, name).check(bundle, name, self.options.chain)
+            if number:
+                text = _line_text(text, path, number)
+            report = self.report_for(parse_bundle_text(text, path, number - 1 if number else 0), path, name)
         except AdmissError as error:
             return self.error_outcome(error, name)
         return self.shown(report), None, EXIT_PASS if report.verdict == "pass" else EXIT_FAIL, report.verdict
@@ -203,28 +214,44 @@ class CheckRun:
         # under a "==> name <==" line each (the blank line between them is the writer's).
         fmt = self.options.fmt
         if fmt == "json":
-            from admiss.report.json import report_json
-
-            return report_json(report) if self.many else json.dumps(report.to_dict(), indent=2, ensure_ascii=False)
+            data = report.to_dict(self.options.report == "full")
+            return dumps_line(data) if self.many else dumps_indented(data)
         if fmt == "rich":
             return report
-        return f"==> {report.bundle_name} <==\n{report.to_text()}" if self.many else report.to_text()
+        text = f"==> {report.bundle_name} <==\n{report.to_text()}" if self.many else report.to_text()
+        # A lone surrogate (a "\ud800" escape in a bundle) is written as that escape.
+        return text.encode("utf-8", "backslashreplace")
 
     def error_outcome(self, error: AdmissError, name: str) -> Outcome:
         shown = None
         if self.options.fmt == "json" and self.many:
             # Keep one output line per input line, so results stay aligned with the batch.
-            shown = json.dumps({"bundle": name, "error": [d.to_dict() for d in error.diagnostics]},
-                               ensure_ascii=False)
+            shown = dumps_line({"bundle": name, "error": [d.to_dict() for d in error.diagnostics]})
         return shown, error.render(), EXIT_BAD_INPUT, "error"
 
 
-def _check_units(run: CheckRun, units: list[Unit | AdmissError]) -> list[Outcome]:
-    return [run.outcome(unit) for unit in units]
+def _line_text(raw: str | bytes, path: str, number: int) -> str:
+    """A .jsonl line as text without its line end (so a JSON error at the end of a cut-off
+    line is placed on that line), or BundleError B001 at the first byte that is not UTF-8."""
+    if isinstance(raw, str):
+        return raw.rstrip("\r\n")
+    try:
+        return raw.decode("utf-8").rstrip("\r\n")
+    except UnicodeDecodeError as exc:
+        shown = raw.decode("utf-8", "replace").rstrip("\r\n")
+        column = len(raw[: exc.start].decode("utf-8", "replace")) + 1
+        raise BundleError([Diagnostic("B001", f"invalid JSON: not UTF-8 text (byte 0x{raw[exc.start]:02x})",
+                                      Span.point(number, column), file=path,
+                                      hint="bundles are UTF-8 JSON; this line's other bundles are still checked")],
+                          Source(path, "\n" * (number - 1) + shown)) from None
+
+
+# ---------------------------------------------------------------- admiss check: reading the input
 
 
 def units_of(paths: Iterable[Path]) -> Iterator[Unit | AdmissError]:
-    """Each bundle of each file, read as a stream; a file that cannot be read is an error in its place."""
+    """Each bundle of each file, read as a stream; a file that cannot be read, or a .jsonl
+    file without a bundle, is an error in its place."""
     for path in paths:
         try:
             yield from _units_in(path)
@@ -233,57 +260,68 @@ def units_of(paths: Iterable[Path]) -> Iterator[Unit | AdmissError]:
 
 
 def _units_in(path: Path) -> Iterator[Unit]:
-    from admiss.api import read_text
-    from admiss.files import reading
-
     if path.suffix != ".jsonl":
         yield str(path), 0, read_text(path)
         return
     name = str(path)
-    with reading(path), path.open(encoding="utf-8") as lines:
+    found = False
+    with reading(path), path.open("rb") as lines:
         for number, line in enumerate(lines, start=1):
             if line.strip():
+                found = True
                 yield name, number, line
+    if not found:
+        raise no_bundles(name)
+
+
+def no_bundles(name: str) -> AdmissError:
+    return input_error(name, "no bundles: the file is empty or holds only blank lines",
+                       hint="a .jsonl file holds one JSON bundle per line", code="E180")
+
+
+# ---------------------------------------------------------------- admiss check: writing outcomes
 
 
 class _Writer:
-    """Writes outcomes in order: reports to stdout, errors to stderr, the counts to a progress bar."""
+    """Writes outcomes in order: reports to ``out`` (bytes), errors to ``err`` (text), counts.
 
-    def __init__(self, run: CheckRun, progress, flush_each: bool):
+    With ``gap_first`` a text report is preceded by a blank line even when it is the first
+    (a worker's chunk: the parent drops the gap of the very first report of the batch).
+    """
+
+    def __init__(self, run: CheckRun, out: BinaryIO, err, flush_each: bool = False, gap_first: bool = False):
         self.run = run
-        self.progress = progress
+        self.out = out
+        self.err = err
         self.flush_each = flush_each
-        self.printed = 0
-        self.exit_code = EXIT_PASS
+        self.gap = run.options.fmt == "text"
+        self.printed = 1 if gap_first else 0
         self.counts = {"pass": 0, "fail": 0, "error": 0}
-        self.unshown = 0
 
     def write(self, outcome: Outcome) -> None:
         shown, error, code, verdict = outcome
         if error is not None:
-            sys.stdout.flush()  # keep stdout and stderr in order on a terminal
-            sys.stderr.write(error + "\n")
+            if self.err is sys.stderr:
+                sys.stdout.flush()  # keep stdout and stderr in order on a terminal
+            self.err.write(error + "\n")
         if shown is not None:
             if self.run.options.fmt == "rich":
                 from admiss.report.rich import print_report
 
                 print_report(shown)
             else:
-                gap = "\n" if self.printed and self.run.options.fmt == "text" else ""
-                sys.stdout.write(f"{gap}{shown}\n")
+                if self.printed and self.gap:
+                    self.out.write(b"\n")
+                self.out.write(shown + b"\n")
                 if self.flush_each:
-                    sys.stdout.flush()
+                    self.out.flush()
             self.printed += 1
-        self.exit_code = max(self.exit_code, code)
         self.counts[verdict] += 1
-        self.unshown += 1
-        if self.progress is not None and self.unshown >= PROGRESS_EVERY:
-            self.show_progress()
 
-    def show_progress(self) -> None:
-        self.unshown = 0
-        if self.progress is not None:
-            self.progress.show(self.counts)
+    @property
+    def exit_code(self) -> int:
+        counts = self.counts
+        return EXIT_BAD_INPUT if counts["error"] else EXIT_FAIL if counts["fail"] else EXIT_PASS
 
 
 def run_check(paths: list[Path], options: CheckOptions) -> int:
@@ -294,27 +332,42 @@ def run_check(paths: list[Path], options: CheckOptions) -> int:
     except AdmissError as error:
         sys.stderr.write(error.render() + "\n")
         return EXIT_BAD_INPUT
-    # Rich output is drawn by this process; text and JSON are rendered by the workers.
-    jobs = 1 if options.fmt == "rich" else max(1, options.jobs)
-    # Without a pool, a unit is checked as soon as it is read, so a slow producer (a pipe)
-    # sees each report as its bundle arrives.
-    chunks = chunked(units_of(paths), CHUNK_SIZE if jobs > 1 else 1)
+    # The rubric and everything loaded so far live as long as the run: keep them out of
+    # the collector's walks while reports are made in a tight loop.
+    freeze_long_lived()
     progress = _progress_for(many, options)
-    # Input from a pipe may come slowly: then each report is flushed as soon as it is ready.
-    writer = _Writer(run, progress, flush_each=not all(_regular_file(p) for p in paths))
     try:
-        for outcomes in in_order(_check_units, chunks, jobs, run):
-            for outcome in outcomes:
-                writer.write(outcome)
-                if options.fail_fast and outcome[2] == EXIT_BAD_INPUT:
-                    return EXIT_BAD_INPUT
-        return writer.exit_code
+        # Rich output is drawn by this process; text and JSON can be made by workers.
+        if options.jobs > 1 and options.fmt != "rich" and all(_regular_file(p) for p in paths):
+            return _run_in_workers(run, paths, progress)
+        return _run_here(run, paths, progress)
     finally:
         sys.stdout.flush()
-        writer.show_progress()
         if progress is not None:
             progress.stop()
         run.close()
+
+
+def _run_here(run: CheckRun, paths: list[Path], progress) -> int:
+    """Check every bundle in this process as it is read, writing each outcome at once."""
+    if run.options.fmt == "rich" and hasattr(sys.stdout, "reconfigure"):
+        # rich writes text: a lone surrogate (a "\ud800" escape in a bundle) is shown escaped.
+        sys.stdout.reconfigure(errors="backslashreplace")
+    # Input from a pipe may come slowly: then each report is flushed as soon as it is ready.
+    writer = _Writer(run, sys.stdout.buffer, sys.stderr, flush_each=not all(_regular_file(p) for p in paths))
+    unshown = 0
+    for unit in units_of(paths):
+        outcome = run.outcome(unit)
+        writer.write(outcome)
+        if run.options.fail_fast and outcome[2] == EXIT_BAD_INPUT:
+            break
+        unshown += 1
+        if progress is not None and unshown >= PROGRESS_EVERY:
+            unshown = 0
+            progress.show(writer.counts)
+    if progress is not None:
+        progress.show(writer.counts)
+    return writer.exit_code
 
 
 def _regular_file(path: Path) -> bool:
@@ -331,3 +384,440 @@ def _progress_for(many: bool, options: CheckOptions):
     from admiss.report.rich import BatchProgress
 
     return BatchProgress()
+
+
+# ---------------------------------------------------------------- admiss check --jobs N: pieces of files
+
+# A piece is a byte range of a .jsonl file that starts at a line start, with the number of
+# its first line; a .json file (or a file that cannot be read) is one piece of its own (end -1). Pieces are at least this
+# large, and there are about this many per worker, so a slow worker does not hold up the end.
+MIN_PIECE_BYTES = 32 * 1024
+PIECES_PER_JOB = 4
+_BLOCK = 1 << 20
+
+
+class Piece(NamedTuple):
+    index: int
+    file: int  # which of the paths it belongs to
+    path: str
+    start: int
+    end: int
+    first_line: int
+
+
+def cut_pieces(paths: list[Path], jobs: int, min_bytes: int = MIN_PIECE_BYTES) -> list[Piece]:
+    """Pieces of ``paths`` in input order, each .jsonl file cut at line boundaries."""
+    sizes = [_size(p) if p.suffix == ".jsonl" else 0 for p in paths]
+    piece_bytes = max(min_bytes, sum(sizes) // (jobs * PIECES_PER_JOB) + 1)
+    pieces: list[Piece] = []
+    for file, (path, size) in enumerate(zip(paths, sizes)):
+        ranges = _ranges(path, size, piece_bytes) if path.suffix == ".jsonl" and size >= 0 else [(0, -1, 0)]
+        pieces.extend([Piece(len(pieces) + i, file, str(path), *r) for i, r in enumerate(ranges)])
+    return pieces
+
+
+def _size(path: Path) -> int:
+    """The file's size, or -1 when it cannot be read (a worker then reports why in its place)."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return -1
+
+
+def _ranges(path: Path, size: int, piece_bytes: int) -> list[tuple[int, int, int]]:
+    try:
+        return _line_ranges(path, size, piece_bytes)
+    except AdmissError:  # unreadable: one piece, whose worker reports the error in its place
+        return [(0, -1, 0)]
+
+
+def _line_ranges(path: Path, size: int, piece_bytes: int) -> list[tuple[int, int, int]]:
+    """(start, end, first line number) of each piece of ``path``: one pass counting line
+    ends in large blocks (at memory speed), cutting after the first line end past each
+    ``piece_bytes``."""
+    ranges = []
+    start, first_line, lines, position, target = 0, 1, 0, 0, piece_bytes
+    with reading(path), path.open("rb") as data:
+        while block := data.read(_BLOCK):
+            while target < position + len(block):
+                cut = block.find(b"\n", max(0, target - position))
+                if cut < 0:
+                    break
+                boundary = position + cut + 1
+                if boundary < size:
+                    ranges.append((start, boundary, first_line))
+                    start, first_line = boundary, lines + block.count(b"\n", 0, cut + 1) + 1
+                target = boundary + piece_bytes
+            lines += block.count(b"\n")
+            position += len(block)
+    ranges.append((start, size, first_line))
+    return ranges
+
+
+# What a worker publishes about the piece it is checking, in shared memory (one slot of
+# _FIELDS integers per worker): the line it is on (its offset), and the last point its chunk files were
+# flushed to, with the counts up to there. A worker that dies is resumed from that point.
+(_AT_OFFSET, _IN_BUNDLE, _OFFSET, _LINE, _OUT_BYTES, _ERR_BYTES, _PASS, _FAIL, _ERROR, _PRINTED, _BUNDLES,
+ _STOPPED) = range(12)
+_FIELDS = 12
+# Chunk files are flushed (and the point of resumption moved) after this many bundles.
+COMMIT_EVERY = 64
+
+
+class _Slot:
+    __slots__ = ("shared", "base")
+
+    def __init__(self, shared, base: int):
+        self.shared = shared
+        self.base = base
+
+    def get(self, field: int) -> int:
+        return self.shared[self.base + field]
+
+    def put(self, field: int, value: int) -> None:
+        self.shared[self.base + field] = value
+
+    def commit(self, offset: int, line: int, out: BinaryIO, err, writer: "_Writer", bundles: int,
+               stopped: bool = False) -> None:
+        out.flush()
+        err.flush()
+        counts = writer.counts
+        for field, value in ((_OFFSET, offset), (_LINE, line), (_OUT_BYTES, out.tell()), (_ERR_BYTES, err.tell()),
+                             (_PASS, counts["pass"]), (_FAIL, counts["fail"]), (_ERROR, counts["error"]),
+                             (_PRINTED, writer.printed), (_BUNDLES, bundles), (_STOPPED, int(stopped))):
+            self.put(field, value)
+
+
+class Task(NamedTuple):
+    """A piece to check, where its chunk files are, and where to resume after a worker died."""
+
+    piece: Piece
+    out_path: str
+    err_path: str
+    start: int  # where to (re)start reading, and the number of the line before it
+    line_before: int
+    # The lines whose worker died, by offset: the signal (or minus the exit status). Each
+    # is reported as an error instead of being checked again.
+    died: dict[int, int] | None = None
+
+
+def _check_task(run: CheckRun, task: Task, slot: _Slot) -> None:
+    """Check a task's piece, appending the outputs to its chunk files, committing as it goes."""
+    piece = task.piece
+    with open(task.out_path, "ab") as out, open(task.err_path, "a", encoding="utf-8", errors="backslashreplace") as err:
+        writer = _Writer(run, out, err, gap_first=True)
+        writer.counts = {"pass": slot.get(_PASS), "fail": slot.get(_FAIL), "error": slot.get(_ERROR)}
+        writer.printed = max(1, slot.get(_PRINTED))
+        bundles = slot.get(_BUNDLES)
+        if piece.end < 0:  # a .json file: one bundle
+            slot.put(_AT_OFFSET, 0)
+            slot.put(_IN_BUNDLE, 1)
+            outcome = (run.error_outcome(_worker_died(piece.path, 0, task.died[0]), piece.path) if task.died
+                       else run.outcome(next(units_of([Path(piece.path)]))))
+            writer.write(outcome)
+            slot.put(_IN_BUNDLE, 0)
+            slot.commit(0, 0, out, err, writer, 1, run.options.fail_fast and outcome[2] == EXIT_BAD_INPUT)
+            return
+        offset, number, since, stopped = task.start, task.line_before, 0, False
+        died = task.died or {}
+        # Gate chains are slow and a gate may kill its worker: then flush after each bundle,
+        # so a resumed piece checks nothing twice.
+        every = 1 if run.fixed_rubric is None or run.fixed_rubric.ir.chains else COMMIT_EVERY
+        try:
+            data = _opened(piece.path)
+        except AdmissError as error:  # gone since it was cut: an error in its place
+            writer.write(run.error_outcome(error, piece.path))
+            slot.commit(offset, number, out, err, writer, bundles + 1, run.options.fail_fast)
+            return
+        with data:
+            data.seek(offset)
+            for raw in data:
+                if offset >= piece.end:
+                    break
+                here, number, offset = offset, number + 1, offset + len(raw)
+                if not raw.strip():
+                    continue
+                slot.put(_AT_OFFSET, here)
+                slot.put(_IN_BUNDLE, 1)
+                if here in died:
+                    outcome = run.error_outcome(_worker_died(piece.path, number, died[here]), f"{piece.path}:{number}")
+                else:
+                    outcome = run.outcome((piece.path, number, raw))
+                writer.write(outcome)
+                slot.put(_IN_BUNDLE, 0)
+                bundles += 1
+                since += 1
+                if run.options.fail_fast and outcome[2] == EXIT_BAD_INPUT:
+                    stopped = True
+                    break
+                if since >= every:
+                    since = 0
+                    slot.commit(offset, number, out, err, writer, bundles)
+        slot.commit(offset, number, out, err, writer, bundles, stopped)
+
+
+def _opened(path: str) -> BinaryIO:
+    with reading(path):
+        return open(path, "rb")
+
+
+def _worker_died(path: str, number: int, signum: int) -> AdmissError:
+    try:
+        how = f"killed by {signal.Signals(signum).name}" if signum > 0 else f"exited with status {-signum}"
+    except ValueError:
+        how = f"killed by signal {signum}"
+    return BundleError([Diagnostic("E181", f"the worker process checking this bundle died ({how})",
+                                   Span.point(number, 1), file=path,
+                                   hint="a gate program may have killed it; the other bundles are still checked")])
+
+
+def _worker_main(run: CheckRun, conn, shared, base: int) -> None:
+    """A worker: check each task sent until told to stop (None) or the parent is gone."""
+    # Ctrl-C reaches the whole process group: the parent decides, and stops the workers.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent()
+    freeze_long_lived()
+    slot = _Slot(shared, base)
+    while True:
+        try:
+            task = conn.recv()
+        except (EOFError, OSError):
+            return
+        if task is None:
+            return
+        _check_task(run, task, slot)
+        conn.send(task.piece.index)
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to send this worker SIGTERM when its parent dies, however it dies."""
+    parent = os.getppid()
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the closed pipe still ends the worker
+        pass
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+class _Stopped(BaseException):
+    """SIGTERM reached the parent: stop every worker, then exit as that signal would."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise _Stopped()
+
+
+class _Workers:
+    """``jobs`` worker processes, each with a pipe for tasks and a slot of shared memory."""
+
+    def __init__(self, run: CheckRun, jobs: int):
+        import multiprocessing
+
+        self.context = multiprocessing.get_context("spawn")
+        self.run = run
+        self.shared = self.context.RawArray("q", jobs * _FIELDS)
+        self.processes: list[Any] = [None] * jobs
+        self.conns: list[Any] = [None] * jobs
+        self.tasks: list[Task | None] = [None] * jobs
+        for worker in range(jobs):
+            self.start(worker)
+
+    def start(self, worker: int) -> None:
+        ours, theirs = self.context.Pipe()
+        process = self.context.Process(target=_worker_main, args=(self.run, theirs, self.shared, worker * _FIELDS),
+                                       daemon=True)
+        process.start()
+        theirs.close()
+        self.processes[worker], self.conns[worker], self.tasks[worker] = process, ours, None
+
+    def slot(self, worker: int) -> _Slot:
+        return _Slot(self.shared, worker * _FIELDS)
+
+    def give(self, worker: int, task: Task, counts: tuple[int, ...] = (0,) * 5) -> None:
+        """Send a task, with the slot set to its starting point (so a worker that dies
+        before its first commit is resumed from there)."""
+        slot = self.slot(worker)
+        for field, value in zip((_OFFSET, _LINE, _OUT_BYTES, _ERR_BYTES, _PASS, _FAIL, _ERROR, _PRINTED, _BUNDLES,
+                                 _IN_BUNDLE, _STOPPED),
+                                (task.start, task.line_before, os.path.getsize(task.out_path),
+                                 os.path.getsize(task.err_path), *counts, 0, 0)):
+            slot.put(field, value)
+        self.tasks[worker] = task
+        self.conns[worker].send(task)
+
+    def stop(self) -> None:
+        for worker, process in enumerate(self.processes):
+            if process.is_alive():
+                process.terminate()
+        for process in self.processes:
+            process.join(5)
+            if process.is_alive():
+                process.kill()
+                process.join()
+
+
+def _chunk_paths(folder: str, piece: Piece) -> tuple[str, str]:
+    return os.path.join(folder, f"{piece.index}.out"), os.path.join(folder, f"{piece.index}.err")
+
+
+class _Done(NamedTuple):
+    counts: dict[str, int]
+    printed: int
+    bundles: int
+    stopped: bool
+
+
+def _run_in_workers(run: CheckRun, paths: list[Path], progress) -> int:
+    """Check ``paths`` in run.options.jobs worker processes, each piece into chunk files of
+    its own; copy the chunks to stdout and stderr in input order."""
+    pieces = cut_pieces(paths, run.options.jobs)
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        with tempfile.TemporaryDirectory(prefix="admiss-chunks-") as folder:
+            workers = _Workers(run, min(run.options.jobs, len(pieces)))
+            try:
+                return _Stitcher(run, paths, pieces, folder, workers, progress).stitch_all()
+            finally:  # before the folder goes: no worker may still write into it
+                workers.stop()
+    except _Stopped:
+        sys.stderr.write("admiss: stopped by SIGTERM; every worker was ended\n")
+        return 128 + signal.SIGTERM
+    except AdmissError as error:  # E182: workers that die before checking anything
+        sys.stdout.flush()
+        sys.stderr.write(error.render() + "\n")
+        return EXIT_BAD_INPUT
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+class _Stitcher:
+    """Hands pieces to idle workers, resumes a piece whose worker died, and copies finished
+    chunks to stdout and stderr in input order."""
+
+    def __init__(self, run: CheckRun, paths: list[Path], pieces: list[Piece], folder: str, workers: _Workers,
+                 progress):
+        self.run, self.paths, self.pieces, self.workers, self.progress = run, paths, pieces, workers, progress
+        self.queue: deque[Task] = deque()
+        for piece in pieces:
+            out_path, err_path = _chunk_paths(folder, piece)
+            open(out_path, "wb").close()
+            open(err_path, "wb").close()
+            self.queue.append(Task(piece, out_path, err_path, piece.start, piece.first_line - 1))
+        self.folder = folder
+        self.done: dict[int, _Done] = {}
+        self.resumed_counts: dict[int, tuple[int, ...]] = {}
+        self.deaths_without_progress: dict[int, int] = {}
+        self.printed = 0
+        self.counts = {"pass": 0, "fail": 0, "error": 0}
+        self.bundles_in_file = [0] * len(paths)
+
+    def stitch_all(self) -> int:
+        """The exit code, once every piece is copied out (or --fail-fast stopped at one)."""
+        from multiprocessing.connection import wait
+
+        workers = self.workers
+        for index in range(len(self.pieces)):
+            while index not in self.done:
+                self.hand_out()
+                busy = [w for w, task in enumerate(workers.tasks) if task is not None]
+                ready = wait([workers.conns[w] for w in busy] + [workers.processes[w].sentinel for w in busy], 0.5)
+                for worker in busy:
+                    if workers.conns[worker] in ready or workers.processes[worker].sentinel in ready:
+                        self.collect(worker)
+                self.show_progress()
+            if self.stitch(self.pieces[index]):
+                return EXIT_BAD_INPUT
+        return EXIT_BAD_INPUT if self.counts["error"] else EXIT_FAIL if self.counts["fail"] else EXIT_PASS
+
+    def hand_out(self) -> None:
+        workers = self.workers
+        for worker, task in enumerate(workers.tasks):
+            if task is None and self.queue:
+                if not workers.processes[worker].is_alive():
+                    workers.start(worker)
+                task = self.queue.popleft()
+                workers.give(worker, task, self.resumed_counts.pop(task.piece.index, (0,) * 5))
+
+    def collect(self, worker: int) -> None:
+        workers = self.workers
+        conn, task = workers.conns[worker], workers.tasks[worker]
+        try:
+            finished = conn.poll() and conn.recv() == task.piece.index
+        except (EOFError, OSError):
+            finished = False
+        slot = workers.slot(worker)
+        if finished:
+            self.done[task.piece.index] = _Done(
+                {"pass": slot.get(_PASS), "fail": slot.get(_FAIL), "error": slot.get(_ERROR)},
+                slot.get(_PRINTED), slot.get(_BUNDLES), bool(slot.get(_STOPPED)))
+            workers.tasks[worker] = None
+            return
+        process = workers.processes[worker]
+        process.join(5)
+        if process.is_alive():  # the pipe broke but the process lives on: end it
+            process.kill()
+            process.join()
+        # A signal's number, or minus the exit status.
+        self.resume(task, slot, -(process.exitcode or 0))
+        workers.start(worker)
+
+    def resume(self, task: Task, slot: _Slot, signum: int) -> None:
+        """Requeue what the dead worker had not flushed, with the line it died on as an error."""
+        for path, field in ((task.out_path, _OUT_BYTES), (task.err_path, _ERR_BYTES)):
+            os.truncate(path, slot.get(field))
+        died = dict(task.died or {})
+        if slot.get(_IN_BUNDLE):
+            died[slot.get(_AT_OFFSET)] = signum
+        index = task.piece.index
+        if not slot.get(_IN_BUNDLE):
+            self.deaths_without_progress[index] = self.deaths_without_progress.get(index, 0) + 1
+            if self.deaths_without_progress[index] > 2:
+                raise input_error(task.piece.path, "worker processes keep dying before checking a bundle",
+                                  hint="run with --jobs 1 to see why", code="E182")
+        self.resumed_counts[index] = tuple(slot.get(f) for f in (_PASS, _FAIL, _ERROR, _PRINTED, _BUNDLES))
+        self.queue.appendleft(task._replace(start=slot.get(_OFFSET), line_before=slot.get(_LINE), died=died))
+
+    def stitch(self, piece: Piece) -> bool:
+        """Copy a finished piece's chunks out; whether the run stops there (--fail-fast)."""
+        done = self.done.pop(piece.index)
+        out_path, err_path = _chunk_paths(self.folder, piece)
+        stdout = sys.stdout.buffer
+        with open(out_path, "rb") as chunk:
+            # Each chunk's text reports all begin with a blank line; the batch's first does not.
+            if self.printed == 0 and done.printed > 1 and self.run.options.fmt == "text":
+                chunk.seek(1)
+            shutil.copyfileobj(chunk, stdout, _BLOCK)
+        stdout.flush()
+        with open(err_path, "r", encoding="utf-8", errors="replace") as chunk:
+            shutil.copyfileobj(chunk, sys.stderr, _BLOCK)
+        os.unlink(out_path)
+        os.unlink(err_path)
+        self.printed += done.printed - 1
+        for verdict, count in done.counts.items():
+            self.counts[verdict] += count
+        self.bundles_in_file[piece.file] += done.bundles
+        if self._last_of_file(piece) and self.bundles_in_file[piece.file] == 0 and piece.end >= 0:
+            writer = _Writer(self.run, stdout, sys.stderr)
+            writer.printed = self.printed
+            writer.write(self.run.error_outcome(no_bundles(piece.path), piece.path))
+            self.printed = writer.printed
+            self.counts["error"] += 1
+            return self.run.options.fail_fast
+        return done.stopped
+
+    def _last_of_file(self, piece: Piece) -> bool:
+        return piece.index + 1 == len(self.pieces) or self.pieces[piece.index + 1].file != piece.file
+
+    def show_progress(self) -> None:
+        if self.progress is None:
+            return
+        counts = dict(self.counts)
+        for worker, task in enumerate(self.workers.tasks):
+            if task is not None:
+                slot = self.workers.slot(worker)
+                for verdict, field in (("pass", _PASS), ("fail", _FAIL), ("error", _ERROR)):
+                    counts[verdict] += slot.get(field)
+        self.progress.show(counts)

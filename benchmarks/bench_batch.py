@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import sys
@@ -118,15 +119,21 @@ def jobs_lines(rows: list[list[str]], rubric: Path, big: Path, out: Path, count:
     if not admiss_probe.cli_supports("--jobs"):
         rows.append(["admiss check --jobs N", "not available", "", "", "", ""])
         return [target_text("--jobs scales near-linearly", None, "--jobs is not available")]
-    timings = {}
+    timings, outputs = {}, {}
     for jobs in (1, 2):
         timing, runs = time_process(admiss_check_command(rubric, big, "--jobs", str(jobs)), settings.batch_repeats, stdout=out)
         for problem in complaints(runs, out, count):
             print(f"!!! PROBLEM in the --jobs {jobs} run: {problem}")
         timings[jobs] = timing
+        outputs[jobs] = hashlib.sha256(out.read_bytes()).hexdigest()
         rows.append(throughput_row(f"admiss check --jobs {jobs}", timing, count, floor, max(r.max_rss for r in runs)))
     scaling = timings[1].median / timings[2].median
-    return [target_text("--jobs 2 near-linear (≥ 1.7× --jobs 1)", scaling >= 1.7, f"--jobs 2 is {ratio_text(scaling)} --jobs 1 by median")]
+    same = outputs[1] == outputs[2]
+    if not same:
+        print("!!! PROBLEM: --jobs 2 output differs from --jobs 1")
+    return [target_text("--jobs 2 near-linear (≥ 1.7× --jobs 1), byte-identical", scaling >= 1.7 and same,
+                        f"--jobs 2 is {ratio_text(scaling)} --jobs 1 by median; "
+                        f"output {'byte-identical' if same else 'DIFFERS'}")]
 
 
 def memory_line(rubric: Path, small: Path, small_count: int, count: int, peak_big: int, folder: Path) -> str:

@@ -1,4 +1,5 @@
-"""In-process checking with full reports: admiss vs the seed's decision written plainly."""
+"""In-process checking: admiss's lean report vs the seed's decision written plainly, and how
+the cost per item grows with the bundle."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ from benchmarks.tables import print_section, print_table, ratio_text, seconds_te
 from benchmarks.timing import Timing, time_call
 
 TARGET_SPEEDUP = 3.0
+# Per-item time at LINEAR_ITEMS[1] items may be at most this much the time at LINEAR_ITEMS[0].
+TARGET_LINEAR = 1.3
+LINEAR_ITEMS = (10, 1000)
 # (label, properties, items per bundle)
 CASES = (("1 property × 10 items", 1, 10), ("10 properties × 100 items", 10, 100))
 # Fields of the seed's report that admiss must reproduce exactly.
@@ -46,7 +50,7 @@ def timing_row(label: str, engine: str, timing: Timing, bar: Timing) -> list[str
 
 
 def run(settings: Settings) -> None:
-    print_section("inprocess: rubric.check(bundle) with full reports vs the seed's code written plainly")
+    print_section("inprocess: rubric.check(bundle).to_dict() (lean report) vs the seed's code written plainly")
     rows, verdict_lines = [], []
     for label, n_props, n_items in CASES:
         props = datagen.properties(n_props)
@@ -67,8 +71,11 @@ def run(settings: Settings) -> None:
             print("\n".join(f"!!!   {p}" for p in problems[:20]))
         check_only = time_call(lambda: rubric.check(bundle), settings.repeats, settings.min_repeat_seconds)
         full = time_call(lambda: rubric.check(bundle).to_dict(), settings.repeats, settings.min_repeat_seconds)
+        detailed = time_call(lambda: rubric.check(bundle).to_dict(full=True), settings.repeats,
+                             settings.min_repeat_seconds)
         rows.append(timing_row(label, "admiss check()", check_only, bar))
         rows.append(timing_row(label, "admiss check().to_dict()", full, bar))
+        rows.append(timing_row(label, "admiss check().to_dict(full=True)", detailed, bar))
         speedup = bar.median / full.median
         verdict_lines.append(
             target_text(
@@ -83,4 +90,21 @@ def run(settings: Settings) -> None:
         ["case", "engine", "best", "median", "ratio (median)", "ratio (best)"],
         rows,
     )
+    verdict_lines.append(linear_line(settings))
     print("\n".join(verdict_lines), end="\n\n")
+
+
+def linear_line(settings: Settings) -> str:
+    """Per-item time of check().to_dict() on one property at few and at many items."""
+    rubric = admiss_probe.compiled(datagen.properties(1))
+    per_item = {}
+    for items in LINEAR_ITEMS:
+        bundle = datagen.bundle(items, random.Random(items))
+        timing = time_call(lambda: rubric.check(bundle).to_dict(), settings.repeats, settings.min_repeat_seconds)
+        per_item[items] = timing.median / items
+    growth = per_item[LINEAR_ITEMS[1]] / per_item[LINEAR_ITEMS[0]]
+    few, many = LINEAR_ITEMS
+    detail = (f"{seconds_text(per_item[few])} per item at {few} items, {seconds_text(per_item[many])} at {many}: "
+              f"{ratio_text(growth)}")
+    return target_text(f"cost linear: per-item time at {many} items ≤ {TARGET_LINEAR:g}× that at {few}",
+                       growth <= TARGET_LINEAR, detail)

@@ -43,8 +43,15 @@ def test_json_format(admiss_cli, seed):
     report = json.loads(ran.out)
     assert report["verdict"] == "fail"
     assert report["missing_evidence_count"] == 1
-    excluded = report["properties"][0]["excluded"][0]
-    assert excluded["reason"] == "shortcut-rejected"
+    excluded = report["properties"][0]["excluded"]
+    assert excluded == [{"detail": "8-K exhibit says the operator is named.", "reason": "shortcut-rejected",
+                         "index": 0}]
+
+
+def test_json_format_full_report_gives_the_item_and_the_clause(admiss_cli, seed):
+    ran = admiss_cli("check", "--format", "json", "--report", "full", "shortcut.json")
+    excluded = json.loads(ran.out)["properties"][0]["excluded"][0]
+    assert excluded["reason"] == "shortcut-rejected" and excluded["kind"] == "verified_external_source"
     assert excluded["clause"] == {"keyword": "REJECT SHORTCUT", "value": "8-K press-release exhibit",
                                   "line": 5, "column": 19}
 

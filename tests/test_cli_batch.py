@@ -13,13 +13,17 @@ import threading
 import pytest
 
 from admiss.launch import quick_check_arguments
-from admiss.runner import CHUNK_SIZE, CheckOptions
+from admiss.runner import MIN_PIECE_BYTES, CheckOptions
 from test_seed import SHORTCUT, STRICT, TEN_K
+
+
+# Lines per batch, and a line in its middle: the batch is cut into several pieces for --jobs.
+CHUNK_SIZE = 512
 
 
 @pytest.fixture
 def batch(tmp_path):
-    """A .jsonl longer than two chunks, with a bad line, blank lines and a malformed bundle."""
+    """A .jsonl cut into several pieces for --jobs, with a bad line, blank lines and a malformed bundle."""
     (tmp_path / "sec.rubric").write_text(STRICT)
     lines = []
     for n in range(2 * CHUNK_SIZE + 40):
@@ -29,6 +33,7 @@ def batch(tmp_path):
     lines[CHUNK_SIZE + 7] = ""
     lines[CHUNK_SIZE + 9] = json.dumps({"evidence": [{"kind": "final_answer"}]})
     (tmp_path / "batch.jsonl").write_text("\n".join(lines) + "\n")
+    assert (tmp_path / "batch.jsonl").stat().st_size > 2 * MIN_PIECE_BYTES
     return tmp_path
 
 
@@ -67,11 +72,13 @@ def test_fail_fast_does_not_stop_at_a_failing_verdict(admiss_cli, batch):
     assert len(ran.out.splitlines()) == 3 and ran.code == 1
 
 
-def test_reports_stream_out_while_a_pipe_is_still_being_written(batch):
+@pytest.mark.parametrize("jobs", ["1", "2"])  # a FIFO cannot be cut: --jobs 2 streams it in one process
+def test_reports_stream_out_while_a_pipe_is_still_being_written(batch, jobs):
     fifo = batch / "live.jsonl"
     os.mkfifo(fifo)
     proc = subprocess.Popen([sys.executable, "-m", "admiss", "check", "--rubric", "sec.rubric", "--format", "json",
-                             str(fifo)], cwd=batch, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             "--jobs", jobs, str(fifo)], cwd=batch, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
     first_report = []
     with open(fifo, "w") as writer:
         writer.write(json.dumps({"evidence": [TEN_K]}) + "\n")
@@ -99,6 +106,7 @@ TYPER = "import sys; from admiss.cli import main; sys.argv[0] = 'admiss'; main()
     ["check", "-r", "sec.rubric", "--format", "text", "missing.jsonl", "batch.jsonl"],
     ["check", "-r", "sec.rubric", "--chain", "nope", "--format", "json", "batch.jsonl"],
     ["check", "-r", "missing.rubric", "batch.jsonl"],
+    ["check", "-r", "sec.rubric", "-f", "json", "--report", "full", "-j", "2", "missing.jsonl", "batch.jsonl"],
 ])
 def test_the_quick_parser_runs_a_command_line_as_typer_does(batch, args):
     quick = subprocess.run([sys.executable, "-m", "admiss", *args], cwd=batch, capture_output=True, text=True, timeout=60)

@@ -18,6 +18,7 @@ def build(gate: ir.Gate, ctx: GateContext) -> GateCheck:
         verdict = FAIL if missing else PASS
         reason = f"no admissible evidence for: {', '.join(missing)}" if missing else \
             f"admissible evidence supports {len(results)} propert{'y' if len(results) == 1 else 'ies'}"
-        return GateResult(verdict, reason=reason, details={"properties": results})
+        # The evidence goes with the results, so a report can give each excluded item's index.
+        return GateResult(verdict, reason=reason, details={"properties": results, "evidence": candidate.evidence})
 
     return GateCheck(kind="admissibility", cheap=True, run=run)

@@ -1,18 +1,42 @@
-"""The JSON report: the seed's field names, the aggregate, and where each exclusion came from."""
+"""The JSON report: the seed's field names and the aggregate, lean by default.
+
+The lean report (``to_dict()``, ``--format json``) gives each excluded item as the seed
+does, ``{detail, reason}``, plus what the rubric and the bundle cannot tell a reader: the
+item's ``index`` in the evidence list checked (and its ``step``, when the item came from a
+trace step and carries one). Everything else about an exclusion is derived: the item is
+``evidence[index]`` of the bundle, and the clause follows from the reason and the item's
+kind or label. The full report (``to_dict(full=True)``, ``--report full``) spells those
+out: each excluded item's own fields and the clause, ``{keyword, value, line, column}``.
+"""
 
 from __future__ import annotations
 
 import copy
-import functools
-import json
-from typing import TYPE_CHECKING, Any
-
-from admiss.compiler import VERDICT_OF_RATIONALE
+from typing import TYPE_CHECKING, Any, Sequence
 
 if TYPE_CHECKING:
     from admiss.cascade import ChainResult, GateRecord
-    from admiss.compiler import CompiledProperty, Exclusion, PropertyResult
-    from admiss.interpreter import CheckReport
+    from admiss.compiler import Exclusion, PropertyResult
+    from admiss.report.model import ReportData
+
+# Where an excluded item stands in the evidence list checked, by the item's id.
+Positions = dict
+
+
+def positions_of(evidence: Sequence[dict]) -> Positions:
+    return {id(item): index for index, item in enumerate(evidence)}
+
+
+def lean_excluded(excluded: list[tuple[dict, "Exclusion"]], positions: Positions) -> list[dict]:
+    """One new dict per exclusion: the seed's detail and reason, and the item's index."""
+    return [{"detail": item["detail"], "reason": exclusion.reason, "index": positions.get(id(item))}
+            if "step" not in item else _with_step(item, exclusion, positions)
+            for item, exclusion in excluded]
+
+
+def _with_step(item: dict, exclusion: "Exclusion", positions: Positions) -> dict:
+    return {"detail": item["detail"], "reason": exclusion.reason, "index": positions.get(id(item)),
+            "step": copy.deepcopy(item["step"])}
 
 
 def _nested(item: dict) -> bool:
@@ -22,27 +46,18 @@ def _nested(item: dict) -> bool:
     return len(item) > 3 + ("property" in item) and any(type(v) is dict or type(v) is list for v in item.values())
 
 
-def _own_fields(item: dict) -> dict:
-    return copy.deepcopy(item) if _nested(item) else item
-
-
 # Marks, in a report's item layouts, an item whose fields must be copied for every entry.
 _NESTED: dict = {}
 
 
-def excluded_dicts(excluded: list[tuple[dict, "Exclusion"]], bases: dict[int, dict] | None = None) -> list[dict]:
+def full_excluded(excluded: list[tuple[dict, "Exclusion"]], bases: dict[int, dict]) -> list[dict]:
     """One new dict per exclusion: the seed's two fields first, then the item's own fields as
     the bundle gave them, then a copy of the clause, so editing one report never touches
     another. The exclusion's reason wins over an item field named ``reason``.
 
-    With ``bases`` (for a report of several properties, where one item is usually excluded
-    by many), each item's fields are laid out once per report, keyed by id, and copied per
-    exclusion: about twice as fast as laying them out each time.
+    ``bases`` holds each item's fields laid out once per report (keyed by id), copied per
+    exclusion: an item is usually excluded by many properties.
     """
-    if bases is None:
-        # The placeholders fix the key order; the item's detail and our reason fill them.
-        return [{"detail": None, "reason": None, **_own_fields(item), "reason": exclusion.reason,
-                 "clause": exclusion.clause.copy()} for item, exclusion in excluded]
     out = []
     append = out.append
     for item, exclusion in excluded:
@@ -56,7 +71,8 @@ def excluded_dicts(excluded: list[tuple[dict, "Exclusion"]], bases: dict[int, di
     return out
 
 
-def property_dict(result: "PropertyResult", bases: dict[int, dict] | None = None) -> dict[str, Any]:
+def property_dict(result: "PropertyResult", positions: Positions, full: bool = False,
+                  bases: dict[int, dict] | None = None) -> dict[str, Any]:
     prop = result.prop
     return {
         "property": prop.display_name,
@@ -65,14 +81,22 @@ def property_dict(result: "PropertyResult", bases: dict[int, dict] | None = None
         "forbidden": list(prop.forbidden),
         "shortcut_rejections": list(prop.shortcut_rejections),
         "evidence": list(result.evidence),
-        "excluded": excluded_dicts(result.excluded, bases),
+        "excluded": full_excluded(result.excluded, {} if bases is None else bases) if full
+        else lean_excluded(result.excluded, positions),
         "rationale": result.rationale,
         "default_verdict": prop.default,
         "verdict": result.verdict,
     }
 
 
-def gate_dict(record: "GateRecord") -> dict[str, Any]:
+def _properties(results: list["PropertyResult"], evidence: Sequence[dict], full: bool) -> list[dict[str, Any]]:
+    # Positions (lean) or laid-out item fields (full) are made once for all properties.
+    positions = positions_of(evidence) if not full and any(r.excluded for r in results) else {}
+    bases: dict[int, dict] = {}
+    return [property_dict(r, positions, full, bases) for r in results]
+
+
+def gate_dict(record: "GateRecord", full: bool = False) -> dict[str, Any]:
     out = {
         "gate": record.gate,
         "verdict": record.verdict,
@@ -84,16 +108,17 @@ def gate_dict(record: "GateRecord") -> dict[str, Any]:
         "disabled": record.disabled,
         "fault": record.fault,
     }
-    # The admissibility gate's property reports appear in the chain's report.
+    # The admissibility gate's property reports appear in the chain's report; their
+    # indexes point into the candidate's evidence.
     if record.details and "properties" in record.details:
-        out["properties"] = [property_dict(r) for r in record.details["properties"]]
+        out["properties"] = _properties(record.details["properties"], record.details.get("evidence", ()), full)
     # A consistency gate deciding by meaning shows its clusters, entropy and every call.
     if record.details and "meaning" in record.details:
         out["meaning"] = record.details["meaning"]
     return out
 
 
-def chain_dict(chain: "ChainResult") -> dict[str, Any]:
+def chain_dict(chain: "ChainResult", full: bool = False) -> dict[str, Any]:
     # An offline run says so at the top of the receipt, and nothing is added otherwise.
     out = {
         **({"offline": True} if chain.offline else {}),
@@ -105,7 +130,7 @@ def chain_dict(chain: "ChainResult") -> dict[str, Any]:
                 "model": rung.model,
                 "cost_usd": rung.cost_usd,
                 "outcome": rung.outcome,
-                "gates": [gate_dict(g) for g in rung.gates],
+                "gates": [gate_dict(g, full) for g in rung.gates],
             }
             for rung in chain.rungs
         ],
@@ -118,12 +143,11 @@ def chain_dict(chain: "ChainResult") -> dict[str, Any]:
     return out
 
 
-def _offline(report: "CheckReport") -> bool:
+def _offline(report: "ReportData") -> bool:
     return report.chain is not None and report.chain.offline
 
 
-def report_dict(report: "CheckReport") -> dict[str, Any]:
-    bases: dict[int, dict] | None = {} if len(report.properties) > 1 else None
+def report_dict(report: "ReportData", full: bool = False) -> dict[str, Any]:
     out = {
         "bundle": report.bundle_name,
         "rubric": report.rubric.name,
@@ -131,102 +155,8 @@ def report_dict(report: "CheckReport") -> dict[str, Any]:
         "verdict": report.verdict,
         "aggregate": report.aggregate,
         "missing_evidence_count": report.missing_evidence_count,
-        "properties": [property_dict(r, bases) for r in report.properties],
+        "properties": _properties(report.properties, report.evidence, full),
     }
     if report.chain is not None:
-        out["chain"] = chain_dict(report.chain)
+        out["chain"] = chain_dict(report.chain, full)
     return out
-
-
-# ---------------------------------------------------------------- JSON text, built directly
-# A batch writes one report per line. Building the dicts and then encoding them costs more
-# than checking the bundle, yet most of a report is known once the rubric is compiled:
-# property headers, verdict tails, each exclusion's reason and clause. report_json joins
-# those precomputed pieces with the few encoded strings a bundle brings, and gives exactly
-# the bytes of json.dumps(report_dict(report), ensure_ascii=False).
-
-_encode_string = json.encoder.encode_basestring  # the encoder json.dumps(ensure_ascii=False) uses
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
-
-
-class _PropertyJSON:
-    """The bundle-independent pieces of one property's JSON, and of each of its exclusions."""
-
-    __slots__ = ("head", "tails")
-
-    def __init__(self, prop: "CompiledProperty"):
-        self.head = (f'{{"property": {_encode_string(prop.display_name)}, "name": {_encode_string(prop.name)}, '
-                     f'"admissible": {_dumps(list(prop.admissible))}, "forbidden": {_dumps(list(prop.forbidden))}, '
-                     f'"shortcut_rejections": {_dumps(list(prop.shortcut_rejections))}, "evidence": [')
-        self.tails = {
-            rationale: f'], "rationale": {_encode_string(rationale)}, "default_verdict": '
-                       f'{_encode_string(prop.default)}, "verdict": "{verdict}"}}'
-            for rationale, verdict in VERDICT_OF_RATIONALE.items()
-        }
-
-
-def _exclusion_json(exclusion: "Exclusion") -> tuple[str, str]:
-    """(', "reason": ...', ', "clause": {...}}'): an exclusion's entry around the item's fields."""
-    parts = exclusion.renderings.get("json")
-    if parts is None:
-        parts = exclusion.renderings["json"] = (
-            f', "reason": {_encode_string(exclusion.reason)}', f', "clause": {_dumps(exclusion.clause)}}}')
-    return parts
-
-
-def _property_json(prop: "CompiledProperty") -> _PropertyJSON:
-    parts = prop.renderings.get("json")
-    if parts is None:
-        parts = prop.renderings["json"] = _PropertyJSON(prop)
-    return parts
-
-
-# Marks an item whose fields would not keep their places in the entry (it has its own
-# "reason" or "clause" field): its entries are encoded from excluded_dicts instead.
-_SLOW = ("", "")
-
-
-@functools.lru_cache(maxsize=256)
-def _field_prefix(key: str) -> str:
-    return f", {_encode_string(key)}: "
-
-
-def _item_parts(item: dict) -> tuple[str, str]:
-    """An item's ('{"detail": ...', ', "kind": ..., ...') pieces, or _SLOW."""
-    if "reason" in item or "clause" in item:
-        return _SLOW
-    rest = "".join([_field_prefix(key) + (_encode_string(value) if type(value) is str else _dumps(value))
-                    for key, value in item.items() if key != "detail"])
-    return '{"detail": ' + _encode_string(item["detail"]), rest
-
-
-def _property_text(result: "PropertyResult", items: dict[int, tuple[str, str]]) -> str:
-    prop = result.prop
-    parts = prop.renderings.get("json") or _property_json(prop)
-    entries = []
-    append = entries.append
-    for item, exclusion in result.excluded:
-        laid_out = items.get(id(item))
-        if laid_out is None:
-            laid_out = items[id(item)] = _item_parts(item)
-        if laid_out is _SLOW:
-            append(_dumps(excluded_dicts([(item, exclusion)])[0]))
-            continue
-        around = exclusion.renderings.get("json") or _exclusion_json(exclusion)
-        append(f"{laid_out[0]}{around[0]}{laid_out[1]}{around[1]}")
-    evidence = ", ".join([_encode_string(detail) for detail in result.evidence])
-    return f'{parts.head}{evidence}], "excluded": [{", ".join(entries)}{parts.tails[result.rationale]}'
-
-
-def report_json(report: "CheckReport") -> str:
-    """``json.dumps(report.to_dict(), ensure_ascii=False)``, built from precomputed pieces."""
-    items: dict[int, tuple[str, str]] = {}  # per item (by id, for this call): its encoded fields
-    properties = ", ".join([_property_text(r, items) for r in report.properties])
-    chain = "" if report.chain is None else f', "chain": {_dumps(chain_dict(report.chain))}'
-    offline = ', "offline": true' if _offline(report) else ""
-    return (f'{{"bundle": {_dumps(report.bundle_name)}, "rubric": {_encode_string(report.rubric.name)}{offline}, '
-            f'"verdict": "{report.verdict}", "aggregate": "{report.aggregate}", '
-            f'"missing_evidence_count": {report.missing_evidence_count}, "properties": [{properties}]{chain}}}')

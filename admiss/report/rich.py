@@ -17,7 +17,7 @@ from admiss.report.text import OFFLINE_LINE
 if TYPE_CHECKING:
     from admiss.cascade import ChainResult
     from admiss.compiler import PropertyResult
-    from admiss.interpreter import CheckReport
+    from admiss.report.model import ReportData
 
 _VERDICT_STYLE = {"yes": "bold green", "no": "bold red", "pass": "bold green", "fail": "bold red",
                   "abstain": "bold yellow", "skipped": "dim", "served": "bold green", "escalated": "yellow",
@@ -79,7 +79,7 @@ def chain_table(chain: "ChainResult") -> Table:
     return table
 
 
-def print_report(report: "CheckReport", console: Console | None = None) -> None:
+def print_report(report: "ReportData", console: Console | None = None) -> None:
     console = console or Console()
     if report.bundle_name:
         console.rule(report.bundle_name)

@@ -14,7 +14,7 @@ from admiss.compiler import VERDICT_OF_RATIONALE
 if TYPE_CHECKING:
     from admiss.cascade import ChainResult, GateRecord
     from admiss.compiler import CompiledProperty, PropertyResult
-    from admiss.interpreter import CheckReport
+    from admiss.report.model import ReportData
 
 
 class _PropertyText:
@@ -71,7 +71,7 @@ def chain_lines(chain: "ChainResult") -> list[str]:
     return lines
 
 
-def report_text(report: "CheckReport") -> str:
+def report_text(report: "ReportData") -> str:
     blocks = [property_block(r) for r in report.properties]
     tail = f"aggregate: {report.aggregate}\nmissing_evidence_count: {report.missing_evidence_count}"
     text = "\n\n".join(blocks) + "\n" + tail if blocks else tail

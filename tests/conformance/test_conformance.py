@@ -96,6 +96,8 @@ def test_api(case: Path):
     expected = read_json(case / "expected.json")
     report = api_outcome(case)
     assert project(report.to_dict(), expected) == expected
+    full = read_json(case / "expected_full.json")
+    assert project(report.to_dict(full=True), full) == full
     assert report.verdict == expected["verdict"]
     assert report.to_text() == read_text(case / "expected.txt")
 
@@ -110,9 +112,9 @@ def admiss_command() -> list[str]:
     return [script]
 
 
-def run_cli(case: Path, output_format: str) -> subprocess.CompletedProcess:
+def run_cli(case: Path, output_format: str, *more: str) -> subprocess.CompletedProcess:
     settings = config(case)
-    args = ["check", "--rubric", settings["rubric"], "--format", output_format, settings["bundle"]]
+    args = ["check", "--rubric", settings["rubric"], "--format", output_format, *more, settings["bundle"]]
     return subprocess.run(
         admiss_command() + args, cwd=case, capture_output=True, text=True, encoding="utf-8", timeout=60
     )
@@ -151,9 +153,10 @@ def test_cli_text(case: Path):
     assert result.stdout == read_text(case / "expected.txt") + "\n"
 
 
+@pytest.mark.parametrize("shape", ["lean", "full"])
 @pytest.mark.parametrize("case", [c for c in CASES if not is_error_case(c)], ids=lambda p: p.name)
-def test_cli_json(case: Path):
-    result = run_cli(case, "json")
-    expected = read_json(case / "expected.json")
+def test_cli_json(case: Path, shape: str):
+    result = run_cli(case, "json", "--report", shape)
+    expected = read_json(case / ("expected.json" if shape == "lean" else "expected_full.json"))
     assert result.returncode == (0 if expected["verdict"] == "pass" else 1), result.stderr
     assert project(json.loads(result.stdout), expected) == expected

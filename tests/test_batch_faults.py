@@ -1,0 +1,192 @@
+"""Faults in a batch cost only their own bundles (issue 8, class 8; issue 11, item 4):
+a --jobs worker killed by a real gate program, a cut-off line, invalid UTF-8, an empty
+file, and SIGTERM / SIGINT to the parent, which must take every worker with it."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from admiss.runner import cut_pieces
+from test_seed import SHORTCUT, STRICT, TEN_K
+
+# A gate program that kills the process running it (its parent: an admiss worker) when the
+# candidate says so, passes "ok", and sleeps on "sleep" (so a test can find the workers busy).
+GATE = """import json, os, signal, sys, time
+candidate = json.load(sys.stdin)["candidate"]
+if candidate == "KILL":
+    os.kill(os.getppid(), signal.SIGKILL)
+    time.sleep(5)
+if candidate == "sleep":
+    time.sleep(60)
+print(json.dumps({"verdict": "pass"}))
+"""
+CHAIN_RUBRIC = STRICT + """
+CHAIN serve {
+  GATE subprocess CMD ["%s", "gate.py"] TIMEOUT 90s
+}
+""" % sys.executable.replace("\\", "\\\\")
+
+
+def bundle_line(output: str, n: int, padding: int = 0) -> str:
+    return json.dumps({"evidence": [dict(TEN_K, detail=f"item {n}")], "output": output, "prompt": "x" * padding})
+
+
+@pytest.fixture
+def chain_folder(tmp_path):
+    (tmp_path / "gate.py").write_text(GATE)
+    (tmp_path / "chain.rubric").write_text(CHAIN_RUBRIC)
+    return tmp_path
+
+
+def test_a_worker_killed_by_its_gate_costs_only_that_bundle(admiss_cli, chain_folder):
+    outputs = ["ok"] * 30
+    outputs[4] = outputs[21] = "KILL"
+    (chain_folder / "b.jsonl").write_text("".join(bundle_line(o, n) + "\n" for n, o in enumerate(outputs)))
+    ran = admiss_cli("check", "--rubric", "chain.rubric", "--format", "json", "--jobs", "2", "b.jsonl")
+    assert "Traceback" not in ran.err and ran.code == 2, ran.err
+    out = [json.loads(line) for line in ran.out.splitlines()]
+    assert [o["bundle"] for o in out] == [f"b.jsonl:{n}" for n in range(1, 31)]
+    for n, report in enumerate(out):
+        if outputs[n] == "KILL":
+            assert report["error"][0]["code"] == "E181" and report["error"][0]["line"] == n + 1
+        else:
+            assert report["verdict"] == "pass", report
+    assert "b.jsonl:5:1: E181 the worker process checking this bundle died (killed by SIGKILL)" in ran.err
+    assert "b.jsonl:22:1: E181" in ran.err
+
+
+def test_jobs_output_is_byte_identical_over_many_pieces(admiss_cli, tmp_path):
+    (tmp_path / "sec.rubric").write_text(STRICT)
+    lines = [json.dumps({"evidence": [dict(TEN_K if n % 4 else SHORTCUT, detail=f"item {n} " + "x" * 50)]})
+             for n in range(3000)]
+    lines[1000] = "{cut off"
+    lines[2000] = ""
+    (tmp_path / "big.jsonl").write_text("\n".join(lines) + "\n")
+    assert len(cut_pieces([tmp_path / "big.jsonl"], 3)) >= 6
+    for fmt in ("json", "text"):
+        one = admiss_cli("check", "--rubric", "sec.rubric", "--format", fmt, "big.jsonl")
+        three = admiss_cli("check", "--rubric", "sec.rubric", "--format", fmt, "--jobs", "3", "big.jsonl")
+        assert (three.out, three.err, three.code) == (one.out, one.err, one.code)
+        assert one.code == 2 and "big.jsonl:1001:" in one.err
+
+
+def test_pieces_start_at_line_starts_with_their_line_numbers(tmp_path):
+    path = tmp_path / "p.jsonl"
+    text = "".join(f'{{"n": {n}}}' + " " * (n % 17) + "\n" for n in range(60000)) + '{"last": true}'
+    path.write_text(text)
+    pieces = cut_pieces([path, tmp_path / "x.json", path], 4, min_bytes=1000)  # crosses 1 MiB blocks
+    data = path.read_bytes()
+    assert [p.index for p in pieces] == list(range(len(pieces)))
+    first = [p for p in pieces if p.file == 0]
+    assert first[0].start == 0 and first[-1].end == len(data) and len(first) >= 6
+    for before, after in zip(first, first[1:]):
+        assert before.end == after.start and data[after.start - 1:after.start] == b"\n"
+        assert after.first_line == data[:after.start].count(b"\n") + 1
+    assert [p.end for p in pieces if p.file == 1] == [-1]
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+@pytest.mark.parametrize("ending", ["", "\n"])
+def test_a_cut_off_last_line_is_located_on_its_own_line(admiss_cli, tmp_path, jobs, ending):
+    (tmp_path / "sec.rubric").write_text(STRICT)
+    (tmp_path / "b.jsonl").write_text(json.dumps({"evidence": [TEN_K]}) + '\n{"evidence": [' + ending)
+    ran = admiss_cli("check", "--rubric", "sec.rubric", "--format", "json", "--jobs", jobs, "b.jsonl")
+    assert ran.code == 2
+    assert ran.err.startswith("b.jsonl:2:15: B001 invalid JSON"), ran.err
+    error = json.loads(ran.out.splitlines()[1])["error"][0]
+    assert (error["line"], error["column"]) == (2, 15)
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_an_invalid_utf8_line_is_located_and_the_others_are_checked(admiss_cli, tmp_path, jobs):
+    (tmp_path / "sec.rubric").write_text(STRICT)
+    good = json.dumps({"evidence": [TEN_K]}).encode()
+    bad = b'{"evidence": [], "prompt": "caf\xe9"}'
+    (tmp_path / "b.jsonl").write_bytes(good + b"\n" + bad + b"\n" + good + b"\n")
+    ran = admiss_cli("check", "--rubric", "sec.rubric", "--format", "json", "--jobs", jobs, "b.jsonl")
+    assert "Traceback" not in ran.err and ran.code == 2
+    out = [json.loads(line) for line in ran.out.splitlines()]
+    assert [o.get("verdict") for o in out] == ["pass", None, "pass"]
+    assert ran.err.startswith("b.jsonl:2:32: B001 invalid JSON: not UTF-8 text (byte 0xe9)"), ran.err
+    assert "caf\ufffd" in ran.err
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+@pytest.mark.parametrize("content", ["", "\n  \n"])
+def test_a_jsonl_file_without_bundles_is_an_error(admiss_cli, tmp_path, jobs, content):
+    (tmp_path / "sec.rubric").write_text(STRICT)
+    (tmp_path / "empty.jsonl").write_text(content)
+    (tmp_path / "one.jsonl").write_text(json.dumps({"evidence": [TEN_K]}) + "\n")
+    ran = admiss_cli("check", "--rubric", "sec.rubric", "--format", "json", "--jobs", jobs, "empty.jsonl",
+                     "one.jsonl")
+    assert ran.code == 2
+    assert ran.err.startswith("empty.jsonl: E180 no bundles: the file is empty or holds only blank lines")
+    first, second = (json.loads(line) for line in ran.out.splitlines())
+    assert first["error"][0]["code"] == "E180" and second["verdict"] == "pass"
+    alone = admiss_cli("check", "--rubric", "sec.rubric", "--format", "text", "--jobs", jobs, "empty.jsonl")
+    assert alone.code == 2 and alone.out == "" and "E180" in alone.err
+
+
+def _children(pid: int) -> set[int]:
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.add(int(entry.name))
+    return found
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process tree from /proc")
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_to_the_parent_takes_every_worker_with_it(chain_folder, signum):
+    # Lines long enough for the file to be cut into a piece per worker.
+    (chain_folder / "b.jsonl").write_text("".join(bundle_line("sleep", n, 40_000) + "\n" for n in range(4)))
+    proc = subprocess.Popen([sys.executable, "-m", "admiss", "check", "--rubric", "chain.rubric", "--format",
+                             "json", "--jobs", "2", "b.jsonl"], cwd=chain_folder, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        workers: set[int] = set()
+        # Wait until both workers run a gate program (the grandchildren), so they are busy.
+        while time.monotonic() < deadline:
+            workers = {pid for pid in _children(proc.pid) if b"spawn_main" in _cmdline(pid)}
+            if len(workers) >= 2 and all(_children(w) for w in workers):
+                break
+            time.sleep(0.1)
+        assert len(workers) >= 2 and all(_children(w) for w in workers)
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert "Traceback" not in err
+    assert proc.returncode != 0
+    deadline = time.monotonic() + 10
+    while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(w) for w in workers)

@@ -89,9 +89,21 @@ PROPERTY named_operator "Named operator evidence comes from a 10-K or 10-Q filin
 PROPERTY tested { ADMIT procedurally_sound_tool_call }
 ''',
     "empty.rubric": "# nothing but a comment\n",
+    "mapping.rubric": '''
+PROPERTY filed { ADMIT verified_external_source }
+MAP {
+  WHEN TOOL "fetch_*" OUTCOME ok WHERE args.form == "10-K" WHERE result.page == 3
+    AS verified_external_source LABEL result.title DETAIL "a 10-K" FOR filed
+  WHEN TOOL OUTCOME failed, bad_args WHERE result.ok == false WHERE args.x == null AS flawed_tool_call
+  WHEN TOOL SKIP
+  WHEN FINAL AS final_answer
+  WHEN TEXT AS interpretation LABEL "assistant"
+  WHEN REASONING SKIP
+}
+''',
 }
 # Rubrics whose reports can be compared without running a chain's gates.
-WITHOUT_CHAINS = ["kinds_and_escapes.rubric", "seed.rubric", "empty.rubric"]
+WITHOUT_CHAINS = ["kinds_and_escapes.rubric", "seed.rubric", "empty.rubric", "mapping.rubric"]
 
 BUNDLE = {
     "evidence": [

@@ -81,19 +81,20 @@ def error_in(result: Any) -> str | None:
     if isinstance(result, dict):
         error = result.get("error")
         if error not in (None, False, "", {}, []):
-            return _short(error if isinstance(error, str) else json.dumps(error, ensure_ascii=False))
+            return short(error if isinstance(error, str) else json.dumps(error, ensure_ascii=False))
         if result.get("status") == "error":
             reason = result.get("error_message") or result.get("message")
-            return _short(reason) if isinstance(reason, str) else "status: error"
+            return short(reason) if isinstance(reason, str) else "status: error"
         return None
     if isinstance(result, str):
         head = result.lstrip()[:6]
         if head[:5].lower() == "error" and (len(head) == 5 or not (head[5].isalnum() or head[5] == "_")):
-            return _short(result.strip())
+            return short(result.strip())
     return None
 
 
-def _short(text: str) -> str:
+def short(text: str) -> str:
+    """``text``, cut to a length fit to quote in a report."""
     return text if len(text) <= _ERROR_CHARS else text[: _ERROR_CHARS - 1] + "…"
 
 
@@ -132,6 +133,14 @@ class Steps:
 
     def add(self, step: Step) -> None:
         self.items.append(step)
+
+    def position(self) -> int:
+        """Where the next step will stand, for ``insert``."""
+        return len(self.items)
+
+    def insert(self, position: int, step: Step) -> None:
+        """Put ``step`` at ``position``: a step read after the steps that must follow it."""
+        self.items.insert(position, step)
 
     def skip(self, ref: StepRef, reason: str) -> None:
         self.skipped.append(Skipped(ref, reason))

@@ -122,3 +122,54 @@ def openai_chat(value):
         else:
             skipped.append(path)
     return with_final_answer(rows), skipped
+
+
+# ---------------------------------------------------------------- Anthropic Messages
+
+
+def anthropic_text(content) -> str:
+    return content if isinstance(content, str) else "".join(b["text"] for b in content if b["type"] == "text")
+
+
+def anthropic(value):
+    messages, base = (value["messages"], "messages") if isinstance(value, dict) else (value, "$")
+    answers = {}
+    for i, message in enumerate(messages):
+        if isinstance(message["content"], list):
+            for j, block in enumerate(message["content"]):
+                if block["type"] == "tool_result":
+                    answers[block["tool_use_id"]] = (f"{base}[{i}].content[{j}]",
+                                                     parsed_result(anthropic_text(block.get("content", ""))),
+                                                     block.get("is_error", False))
+    rows, skipped = [], []
+    if isinstance(value, dict) and "system" in value:
+        text = anthropic_text(value["system"])
+        if text:
+            rows.append(text_row("system", "system", text))
+        else:
+            skipped.append("system")
+    for i, message in enumerate(messages):
+        path, content = f"{base}[{i}]", message["content"]
+        kind = "user" if message["role"] == "user" else "assistant_text"
+        text = anthropic_text(content)
+        if isinstance(content, str):
+            if text:
+                rows.append(text_row(kind, path, text))
+            else:
+                skipped.append(path)
+            continue
+        first_text = next((j for j, block in enumerate(content) if block["type"] == "text"), None)
+        for j, block in enumerate(content):
+            at = f"{path}.content[{j}]"
+            if j == first_text and text:
+                rows.append(text_row(kind, path, text))
+            if block["type"] == "thinking":
+                rows.append(text_row("reasoning", at, block["thinking"]))
+            elif block["type"] == "tool_use":
+                result_at, result, flagged = answers.get(block["id"], (None, None, False))
+                rows.append(call_row(at, block["name"], block["input"], result_at, result, lambda _: flagged))
+            elif block["type"] not in ("text", "tool_result"):
+                skipped.append(at)
+        if not text and all(block["type"] == "text" for block in content):
+            skipped.append(path)
+    return with_final_answer(rows), skipped

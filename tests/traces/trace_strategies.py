@@ -84,3 +84,58 @@ def openai_chat(draw):
         answers()
     value = {"model": "gpt-4.1", "messages": messages} if wrapped else messages
     return value, elements
+
+
+@st.composite
+def anthropic(draw):
+    wrapped = draw(st.booleans())
+    base = "messages" if wrapped else "$"
+    value = {"model": "claude-sonnet-4-5"} if wrapped else None
+    elements, messages, open_ids, counter = [], [], [], 0
+    if wrapped and draw(st.booleans()):
+        value["system"] = draw(st.one_of(TEXTS, st.lists(TEXTS.map(lambda t: {"type": "text", "text": t}), max_size=2)))
+        elements.append("system")
+    for i in range(draw(st.integers(0, 8))):
+        role = draw(st.sampled_from(["user", "assistant"]))
+        path = f"{base}[{i}]"
+        if draw(st.integers(0, 3)) == 0:
+            messages.append({"role": role, "content": draw(TEXTS)})
+            elements.append(path)
+            continue
+        blocks = []
+        kinds = ["text", "text", "image"] + (["thinking", "tool_use", "tool_use", "redacted_thinking"]
+                                             if role == "assistant" else ["tool_result"] * 3)
+        for kind in draw(st.lists(st.sampled_from(kinds), max_size=4)):
+            at = f"{path}.content[{len(blocks)}]"
+            if kind == "text":
+                blocks.append({"type": "text", "text": draw(TEXTS)})
+                continue
+            if kind == "tool_result":
+                now = _answered_now(draw, open_ids)[:1]
+                if not now:
+                    continue
+                block = {"type": "tool_result", "tool_use_id": now[0]}
+                if draw(st.booleans()):
+                    block["is_error"] = draw(st.booleans())
+                body = draw(RESULT_TEXTS)
+                block["content"] = body if draw(st.booleans()) else [{"type": "text", "text": body}]
+                blocks.append(block)
+            elif kind == "tool_use":
+                counter += 1
+                open_ids.append(f"toolu_{counter}")
+                blocks.append({"type": "tool_use", "id": f"toolu_{counter}", "name": draw(TOOLS), "input": draw(OBJECTS)})
+            elif kind == "thinking":
+                blocks.append({"type": "thinking", "thinking": draw(TEXTS), "signature": "c2ln"})
+            elif kind == "image":
+                blocks.append({"type": "image", "source": {"type": "url", "url": "https://x.invalid/a.png"}})
+            else:
+                blocks.append({"type": "redacted_thinking", "data": "ZW5j"})
+            elements.append(at)
+        text = "".join(b["text"] for b in blocks if b["type"] == "text")
+        if text or all(b["type"] == "text" for b in blocks):
+            elements.append(path)
+        messages.append({"role": role, "content": blocks})
+    if wrapped:
+        value["messages"] = messages
+        return value, elements
+    return messages, elements

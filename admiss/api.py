@@ -15,6 +15,7 @@ from admiss.source import Source, Span
 
 if TYPE_CHECKING:
     from admiss.parser import Tree
+    from admiss.traces.steps import Trace
 
 
 class Rubric:
@@ -177,3 +178,21 @@ def load(path: str | Path, config: str | Path | None = None) -> Rubric:
     if path.suffix == ".json":
         return Rubric(compile_ir(ir_from_json(text, str(path)), str(path)), config)
     return Rubric(compile_ir(cached_ir(text, str(path), parse_source), str(path)), config)
+
+
+def read_trace(obj_or_path: Any, format: str | None = None, name: str | None = None) -> "Trace":
+    """The steps of an agent trace: a decoded JSON value, or the path of a JSON file.
+
+    ``format`` names the trace format (see ``admiss.traces.read.FORMAT_NAMES``); without it
+    the format is detected from the shape. Raises TraceError (B020-B039) for a trace that is
+    in no format or breaks its format, BundleError B001 for a file that is not JSON, and
+    InputError E001 for a file that cannot be read.
+    """
+    from admiss.traces.read import read_trace as read_value
+
+    if isinstance(obj_or_path, (str, Path)):
+        from admiss.bundle import parse_bundle_text
+
+        path = str(obj_or_path)
+        return read_value(parse_bundle_text(read_text(path), path), name or path, format)
+    return read_value(obj_or_path, name or "<input>", format)

@@ -1,0 +1,100 @@
+"""Reading any trace: format detection, the B020 error that names every format tried, a
+format named by the caller, and raw bytes that never crash the reader."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import admiss
+from admiss.bundle import parse_bundle_text
+from admiss.errors import AdmissError, TraceError
+from admiss.traces.read import FORMAT_NAMES, read_trace
+from admiss.traces.steps import Trace
+
+
+def diagnostics(value, fmt=None):
+    with pytest.raises(TraceError) as caught:
+        read_trace(value, "t.json", fmt)
+    return [d.render() for d in caught.value.diagnostics]
+
+
+def test_no_format_names_every_format_and_where_it_broke():
+    shown = diagnostics({"conversation_id": "x", "turns": []})
+    assert shown[0] == ("t.json: B020 not a trace in any known format (tried " + ", ".join(FORMAT_NAMES) + ")\n"
+                        "  hint: name the format to see all of its errors (--trace FORMAT)")
+    assert [line.split(":")[1].split()[-1] for line in shown[1:]] == list(FORMAT_NAMES)
+    assert "t.json: B020 not openai_chat: $: no \"messages\" array" in shown
+
+
+def test_unknown_format_name_suggests_the_close_one():
+    assert diagnostics([], "openai-chat") == ["t.json: B024 no trace format 'openai-chat'\n"
+                                              "  hint: did you mean 'openai_chat'?"]
+
+
+def test_a_named_format_reports_its_own_errors():
+    assert diagnostics({"turns": []}, "openai_chat")[0].startswith("t.json: B021 $: no messages")
+
+
+def test_api_reads_a_value_or_a_path(tmp_path):
+    value = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(value))
+    assert admiss.read_trace(value) == admiss.read_trace(path) == admiss.read_trace(str(path), format="openai_chat")
+    assert admiss.read_trace(value).final_answer == "hello"
+
+
+def test_api_file_errors_are_located(tmp_path):
+    broken = tmp_path / "broken.json"
+    broken.write_text('[{"role": "user",\n  "content": }]')
+    with pytest.raises(AdmissError) as caught:
+        admiss.read_trace(broken)
+    assert caught.value.diagnostics[0].code == "B001"
+    assert caught.value.render().startswith(f"{broken}:2:14: B001 invalid JSON")
+    latin = tmp_path / "latin.json"
+    latin.write_bytes(b'[{"role": "user", "content": "caf\xe9"}]')
+    with pytest.raises(AdmissError) as caught:
+        admiss.read_trace(latin)
+    assert caught.value.diagnostics[0].file == str(latin)
+    with pytest.raises(AdmissError) as caught:
+        admiss.read_trace(tmp_path / "missing.json")
+    assert caught.value.diagnostics[0].code == "E001"
+
+
+def test_deeply_nested_file_is_a_located_error(tmp_path):
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"messages": ' + "[" * 200_000 + "]" * 200_000 + "}")
+    with pytest.raises(AdmissError) as caught:
+        admiss.read_trace(deep)
+    assert caught.value.diagnostics[0].file == str(deep)
+
+
+def test_deeply_nested_value_built_in_python_is_a_located_error():
+    value = []
+    for _ in range(100_000):
+        value = [value]
+    with pytest.raises(TraceError) as caught:
+        read_trace({"messages": [{"role": "user", "content": value}]}, "t.json")
+    assert caught.value.diagnostics[0].file == "t.json"
+
+
+# Fragments of every format, so random bytes often come close to a real trace.
+FRAGMENTS = st.sampled_from([b'{"messages": [', b'{"role": "tool", "tool_call_id": "c1", "content": "x"}',
+                             b'{"role": "assistant", "tool_calls": [{"id": "c1", "function": {"name": "f", '
+                             b'"arguments": "{"}}]}', b'"type": "function_call"', b'{"resourceSpans": [',
+                             b'"events": [', b'"eval_cases": [', b'"content": [{"type": "tool_use"', b"]", b"}",
+                             b",", b"null", b'"\xff"', b"1e999", b'"\\ud800"', b"[" * 50])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(FRAGMENTS, st.binary(max_size=8)), max_size=12).map(b"".join))
+def test_raw_bytes_give_a_trace_or_an_admiss_error(raw):
+    try:
+        result = read_trace(parse_bundle_text(raw, "fuzz.json"), "fuzz.json")
+    except AdmissError as error:
+        assert error.diagnostics and all(d.file == "fuzz.json" for d in error.diagnostics)
+    else:
+        assert isinstance(result, Trace)

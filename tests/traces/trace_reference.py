@@ -1,0 +1,175 @@
+"""Plain reference readers of each trace format, for tests.
+
+They restate docs/traces.md directly and simply, in two passes (collect the results by
+call id first, then walk the calls), without the readers' shared machinery, so the tests
+can compare the real readers against an independent reading. Each returns
+``(rows, skipped)``: a row per step, ``(type, path, text, tool_name, args, args_parsed,
+result, outcome, result_path)``, and the paths of the source elements that give no step.
+Inputs are assumed well formed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+ERROR_WORD = re.compile(r"\s*error(?!\w)", re.I)
+
+
+def rows_of_trace(trace):
+    """The real reader's Trace in the reference's terms: (rows, skipped paths)."""
+    rows = [(s.type, s.ref.path, s.text, s.tool_name, s.args, s.args_parsed, s.result, s.outcome,
+             s.result_ref.path if s.result_ref else None) for s in trace.steps]
+    return rows, [skip.ref.path for skip in trace.skipped]
+
+
+def accounted_paths(trace):
+    """Every source path the Trace accounts for, as often as it does."""
+    paths = [s.ref.path for s in trace.steps] + [s.result_ref.path for s in trace.steps if s.result_ref]
+    return paths + [skip.ref.path for skip in trace.skipped]
+
+
+def is_error(result) -> bool:
+    """The documented rule for formats without an error flag."""
+    if isinstance(result, dict):
+        return result.get("error") not in (None, False, "", {}, []) or result.get("status") == "error"
+    return isinstance(result, str) and ERROR_WORD.match(result) is not None
+
+
+def parsed_result(text: str):
+    if text.strip().startswith(("{", "[")):
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+    return text
+
+
+def parsed_args(args):
+    if not isinstance(args, str):
+        return args, True
+    try:
+        return json.loads(args), True
+    except ValueError:
+        return args, False
+
+
+def outcome(args_ok: bool, answered: bool, error: bool) -> str:
+    if not args_ok:
+        return "bad_args"
+    if error:
+        return "error"
+    return "ok" if answered else "no_result"
+
+
+def call_row(path, name, raw_args, result_at, result_of, error_of=is_error):
+    """A tool-call row; ``result_at`` is the result's path or None, ``result_of`` its value."""
+    args, ok = parsed_args(raw_args)
+    result = result_of if result_at is not None else None
+    error = result_at is not None and error_of(result)
+    return ("tool_call", path, None, name, args, ok, result, outcome(ok, result_at is not None, error), result_at)
+
+
+def text_row(kind, path, text):
+    return (kind, path, text, None, None, True, None, None, None)
+
+
+def with_final_answer(rows):
+    for i in range(len(rows) - 1, -1, -1):
+        if rows[i][0] == "assistant_text":
+            rows[i] = ("final_answer",) + rows[i][1:]
+            break
+    return rows
+
+
+# ---------------------------------------------------------------- OpenAI Chat Completions
+
+
+def chat_text(content) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    return "\n".join(part[part["type"]] for part in content if part["type"] in ("text", "refusal"))
+
+
+def openai_chat(value):
+    messages = value["messages"] if isinstance(value, dict) else value
+    base = "messages" if isinstance(value, dict) else "$"
+    answers = {}
+    for i, message in enumerate(messages):
+        if message["role"] == "tool":
+            answers[message["tool_call_id"]] = (f"{base}[{i}]", parsed_result(chat_text(message.get("content"))))
+    rows, skipped = [], []
+    for i, message in enumerate(messages):
+        path, role = f"{base}[{i}]", message["role"]
+        text = chat_text(message.get("content"))
+        if role == "tool":
+            continue  # accounted for by the call it answers
+        if role == "assistant":
+            text = text or message.get("refusal") or ""
+            if text:
+                rows.append(text_row("assistant_text", path, text))
+            calls = message.get("tool_calls") or []
+            for j, call in enumerate(calls):
+                at, result = answers.get(call["id"], (None, None))
+                rows.append(call_row(f"{path}.tool_calls[{j}]", call["function"]["name"],
+                                     call["function"]["arguments"], at, result))
+            if not text and not calls:
+                skipped.append(path)
+        elif text:
+            rows.append(text_row("user" if role == "user" else "system", path, text))
+        else:
+            skipped.append(path)
+    return with_final_answer(rows), skipped
+
+
+# ---------------------------------------------------------------- Anthropic Messages
+
+
+def anthropic_text(content) -> str:
+    return content if isinstance(content, str) else "".join(b["text"] for b in content if b["type"] == "text")
+
+
+def anthropic(value):
+    messages, base = (value["messages"], "messages") if isinstance(value, dict) else (value, "$")
+    answers = {}
+    for i, message in enumerate(messages):
+        if isinstance(message["content"], list):
+            for j, block in enumerate(message["content"]):
+                if block["type"] == "tool_result":
+                    answers[block["tool_use_id"]] = (f"{base}[{i}].content[{j}]",
+                                                     parsed_result(anthropic_text(block.get("content", ""))),
+                                                     block.get("is_error", False))
+    rows, skipped = [], []
+    if isinstance(value, dict) and "system" in value:
+        text = anthropic_text(value["system"])
+        if text:
+            rows.append(text_row("system", "system", text))
+        else:
+            skipped.append("system")
+    for i, message in enumerate(messages):
+        path, content = f"{base}[{i}]", message["content"]
+        kind = "user" if message["role"] == "user" else "assistant_text"
+        text = anthropic_text(content)
+        if isinstance(content, str):
+            if text:
+                rows.append(text_row(kind, path, text))
+            else:
+                skipped.append(path)
+            continue
+        first_text = next((j for j, block in enumerate(content) if block["type"] == "text"), None)
+        for j, block in enumerate(content):
+            at = f"{path}.content[{j}]"
+            if j == first_text and text:
+                rows.append(text_row(kind, path, text))
+            if block["type"] == "thinking":
+                rows.append(text_row("reasoning", at, block["thinking"]))
+            elif block["type"] == "tool_use":
+                result_at, result, flagged = answers.get(block["id"], (None, None, False))
+                rows.append(call_row(at, block["name"], block["input"], result_at, result, lambda _: flagged))
+            elif block["type"] not in ("text", "tool_result"):
+                skipped.append(at)
+        if not text and all(block["type"] == "text" for block in content):
+            skipped.append(path)
+    return with_final_answer(rows), skipped

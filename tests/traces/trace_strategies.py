@@ -1,0 +1,141 @@
+"""Hypothesis strategies for random well-formed traces of each format.
+
+Each strategy draws ``(value, elements)``: the trace as decoded JSON, and the JSON paths of
+the source elements a reader must account for exactly once (as a step, a step's result, or
+a skipped element), recorded while the trace is built.
+"""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import strategies as st
+
+WORDS = st.sampled_from(["refund", "booking", "NR-1", "cancel", "ok", "déjà", "数据", "error", "Error:", "ERROR",
+                         "Errors", "error_code", " ", "\n", "{", "[", "null", "done"])
+TEXTS = st.lists(WORDS, max_size=5).map(" ".join)
+SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), TEXTS)
+OBJECTS = st.dictionaries(st.sampled_from(["status", "error", "id", "amount", "error_message"]),
+                          st.one_of(SCALARS, st.sampled_from(["error", "ok", {}, {"code": 3}, []])), max_size=4)
+RESULT_TEXTS = st.one_of(TEXTS, OBJECTS.map(json.dumps), st.lists(SCALARS, max_size=3).map(json.dumps),
+                         st.sampled_from(["{not json", "[1,", "  {\"error\": \"timeout\"}", "{\"error\": null}",
+                                          "{\"status\": \"error\", \"error_message\": \"card declined\"}",
+                                          "{\"status\": \"error\"}", "{\"status\": \"ok\"}", "Error: 502"]))
+ARG_TEXTS = st.one_of(OBJECTS.map(json.dumps), OBJECTS.map(json.dumps), OBJECTS.map(json.dumps), st.sampled_from(["{", "{'id': 1}", "", "not json", "[1, 2]", "3"]))
+TOOLS = st.sampled_from(["lookup_booking", "cancel_booking", "issue_refund", "search"])
+
+
+def _answered_now(draw, open_ids: list[str]) -> list[str]:
+    """Most of the open calls, in a drawn order, to answer now; they are no longer open.
+    The others stay open, to be answered later or never."""
+    now = [call_id for call_id in draw(st.permutations(open_ids)) if draw(st.integers(0, 3))]
+    for call_id in now:
+        open_ids.remove(call_id)
+    return now
+
+
+@st.composite
+def openai_chat(draw):
+    wrapped = draw(st.booleans())
+    base = "messages" if wrapped else "$"
+    messages, elements, open_ids, counter = [], [], [], 0
+
+    def content():
+        if draw(st.booleans()):
+            return draw(st.one_of(TEXTS, st.none()))
+        parts = draw(st.lists(st.one_of(TEXTS.map(lambda t: {"type": "text", "text": t}),
+                                        st.just({"type": "image_url", "image_url": {"url": "https://x.invalid/a.png"}})),
+                              max_size=3))
+        return parts
+
+    def answers():
+        for call_id in _answered_now(draw, open_ids):
+            elements.append(f"{base}[{len(messages)}]")
+            body = draw(RESULT_TEXTS)
+            messages.append({"role": "tool", "tool_call_id": call_id,
+                             "content": body if draw(st.booleans()) else [{"type": "text", "text": body}]})
+
+    for _ in range(draw(st.integers(0, 8))):
+        kind = draw(st.sampled_from(["system", "developer", "user", "assistant", "assistant", "tools"]))
+        if kind == "tools":
+            answers()
+            continue
+        message = {"role": kind, "content": content()}
+        path = f"{base}[{len(messages)}]"
+        if kind == "assistant":
+            calls = []
+            for j in range(draw(st.integers(0, 3))):
+                counter += 1
+                call_id = f"call_{counter}"
+                calls.append({"id": call_id, "type": "function",
+                              "function": {"name": draw(TOOLS), "arguments": draw(ARG_TEXTS)}})
+                elements.append(f"{path}.tool_calls[{j}]")
+                open_ids.append(call_id)
+            if calls or draw(st.booleans()):
+                message["tool_calls"] = calls
+            text_of = message["content"]
+            has_text = bool(text_of if isinstance(text_of, str) or text_of is None
+                            else "\n".join(p["text"] for p in text_of if p["type"] == "text"))
+            if has_text or not calls:
+                elements.append(path)
+        else:
+            elements.append(path)
+        messages.append(message)
+        answers()
+    value = {"model": "gpt-4.1", "messages": messages} if wrapped else messages
+    return value, elements
+
+
+@st.composite
+def anthropic(draw):
+    wrapped = draw(st.booleans())
+    base = "messages" if wrapped else "$"
+    value = {"model": "claude-sonnet-4-5"} if wrapped else None
+    elements, messages, open_ids, counter = [], [], [], 0
+    if wrapped and draw(st.booleans()):
+        value["system"] = draw(st.one_of(TEXTS, st.lists(TEXTS.map(lambda t: {"type": "text", "text": t}), max_size=2)))
+        elements.append("system")
+    for i in range(draw(st.integers(0, 8))):
+        role = draw(st.sampled_from(["user", "assistant"]))
+        path = f"{base}[{i}]"
+        if draw(st.integers(0, 3)) == 0:
+            messages.append({"role": role, "content": draw(TEXTS)})
+            elements.append(path)
+            continue
+        blocks = []
+        kinds = ["text", "text", "image"] + (["thinking", "tool_use", "tool_use", "redacted_thinking"]
+                                             if role == "assistant" else ["tool_result"] * 3)
+        for kind in draw(st.lists(st.sampled_from(kinds), max_size=4)):
+            at = f"{path}.content[{len(blocks)}]"
+            if kind == "text":
+                blocks.append({"type": "text", "text": draw(TEXTS)})
+                continue
+            if kind == "tool_result":
+                now = _answered_now(draw, open_ids)[:1]
+                if not now:
+                    continue
+                block = {"type": "tool_result", "tool_use_id": now[0]}
+                if draw(st.booleans()):
+                    block["is_error"] = draw(st.booleans())
+                body = draw(RESULT_TEXTS)
+                block["content"] = body if draw(st.booleans()) else [{"type": "text", "text": body}]
+                blocks.append(block)
+            elif kind == "tool_use":
+                counter += 1
+                open_ids.append(f"toolu_{counter}")
+                blocks.append({"type": "tool_use", "id": f"toolu_{counter}", "name": draw(TOOLS), "input": draw(OBJECTS)})
+            elif kind == "thinking":
+                blocks.append({"type": "thinking", "thinking": draw(TEXTS), "signature": "c2ln"})
+            elif kind == "image":
+                blocks.append({"type": "image", "source": {"type": "url", "url": "https://x.invalid/a.png"}})
+            else:
+                blocks.append({"type": "redacted_thinking", "data": "ZW5j"})
+            elements.append(at)
+        text = "".join(b["text"] for b in blocks if b["type"] == "text")
+        if text or all(b["type"] == "text" for b in blocks):
+            elements.append(path)
+        messages.append({"role": role, "content": blocks})
+    if wrapped:
+        value["messages"] = messages
+        return value, elements
+    return messages, elements

@@ -10,8 +10,9 @@ from admiss import ir
 from admiss.collector import collector_paused
 from admiss.compiler import CompiledRubric, compile_ir
 from admiss.errors import Diagnostic, IRError, RubricCompileError, RubricSyntaxError
-from admiss.interpreter import CheckReport, Runtime, check_bundle
+from admiss.interpreter import CheckReport, Runtime, check_bundle, check_trace
 from admiss.source import Source, Span
+from admiss.traces.input import as_trace
 
 if TYPE_CHECKING:
     from admiss.parser import Tree
@@ -54,14 +55,30 @@ class Rubric:
     def name(self) -> str:
         return self.compiled.name
 
-    def check(self, bundle: Any, name: str | None = None, chain: str | None = None) -> CheckReport:
-        """Check one decoded bundle (a dict). Raises BundleError when it is malformed.
+    def check(self, bundle: Any, name: str | None = None, chain: str | None = None,
+              trace_format: str | None = None) -> CheckReport:
+        """Check one decoded bundle (a dict) or agent trace (a Trace, or its decoded JSON).
 
-        ``chain`` picks the CHAIN to run when the rubric has several.
+        A trace's steps become evidence by the rubric's MAP block (docs/traces.md);
+        ``trace_format`` reads ``bundle`` as a trace in that format. Raises BundleError
+        when a bundle is malformed, TraceError when a trace is. ``chain`` picks the CHAIN
+        to run when the rubric has several.
         """
         if self._runtime is None and self.compiled.ir.chains:
             self._runtime = Runtime(self.compiled, self.config)
+        trace = as_trace(bundle, name or "<input>", trace_format)
+        if trace is not None:
+            return check_trace(self.compiled, trace, name, self._runtime, chain)
         return check_bundle(self.compiled, bundle, name, self._runtime, chain)
+
+    def import_trace(self, trace: Any, name: str | None = None, trace_format: str | None = None) -> dict:
+        """The bundle a trace makes under this rubric's MAP block, each evidence item with the
+        rule that made it (``why``), and the steps not offered and why (``trace.not_offered``)."""
+        from admiss.traces.mapping import explained_bundle
+        from admiss.traces.read import read_trace
+
+        read = as_trace(trace, name or "<input>", trace_format) or read_trace(trace, name or "<input>")
+        return explained_bundle(self.compiled.mapping, read)
 
     def to_ir_json(self) -> str:
         """The IR as deterministic JSON text (what ``admiss compile`` writes)."""

@@ -18,11 +18,14 @@ from admiss.report.text import report_text
 if TYPE_CHECKING:
     import asyncio
 
+    from admiss.traces.steps import Trace
+
 
 class CheckReport:
     """The outcome of checking one bundle: per-property results, the chain, the verdict."""
 
-    __slots__ = ("rubric", "bundle_name", "properties", "missing_evidence_count", "aggregate", "chain", "verdict")
+    __slots__ = ("rubric", "bundle_name", "properties", "missing_evidence_count", "aggregate", "chain", "verdict",
+                 "trace")
 
     def __init__(self, rubric: CompiledRubric, bundle_name: str | None, properties: list[PropertyResult],
                  chain=None):
@@ -34,6 +37,8 @@ class CheckReport:
         self.chain = chain
         # With a CHAIN the chain decides; without one, the properties' aggregate does.
         self.verdict = self.aggregate if chain is None else chain.verdict
+        # For a checked trace: its format and the steps not offered as evidence.
+        self.trace: dict | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return report_dict(self)
@@ -122,6 +127,16 @@ def check_bundle(rubric: CompiledRubric, bundle: Any, bundle_name: str | None = 
     runtime = runtime or Runtime(rubric)
     chain_name = runtime.chain_name(chain)
     return CheckReport(rubric, bundle_name, results, _run_chain(runtime, chain_name, bundle, name))
+
+
+def check_trace(rubric: CompiledRubric, trace: "Trace", name: str | None = None, runtime: Runtime | None = None,
+                chain: str | None = None) -> CheckReport:
+    """Check an agent trace: its steps mapped to evidence by the rubric's MAP block (or the
+    default taxonomy), its final answer and model the candidate a CHAIN gates."""
+    bundle, not_offered = rubric.mapping.bundle(trace)
+    report = check_bundle(rubric, bundle, name, runtime, chain)
+    report.trace = {"format": trace.format, "not_offered": not_offered}
+    return report
 
 
 def _run_chain(runtime: Runtime, chain_name: str, bundle: dict, name: str):

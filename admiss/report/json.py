@@ -56,9 +56,12 @@ def excluded_dicts(excluded: list[tuple[dict, "Exclusion"]], bases: dict[int, di
     return out
 
 
-def property_dict(result: "PropertyResult", bases: dict[int, dict] | None = None) -> dict[str, Any]:
+def property_dict(result: "PropertyResult", bases: dict[int, dict] | None = None,
+                  steps: bool = False) -> dict[str, Any]:
+    """A property's report; with ``steps`` (a checked trace), the step reference of each
+    admitted item, in the order of ``evidence``."""
     prop = result.prop
-    return {
+    out = {
         "property": prop.display_name,
         "name": prop.name,
         "admissible": list(prop.admissible),
@@ -70,6 +73,9 @@ def property_dict(result: "PropertyResult", bases: dict[int, dict] | None = None
         "default_verdict": prop.default,
         "verdict": result.verdict,
     }
+    if steps:
+        out["evidence_steps"] = [item.get("step") for item in result.admitted]
+    return out
 
 
 def gate_dict(record: "GateRecord") -> dict[str, Any]:
@@ -116,10 +122,12 @@ def report_dict(report: "CheckReport") -> dict[str, Any]:
         "verdict": report.verdict,
         "aggregate": report.aggregate,
         "missing_evidence_count": report.missing_evidence_count,
-        "properties": [property_dict(r, bases) for r in report.properties],
+        "properties": [property_dict(r, bases, report.trace is not None) for r in report.properties],
     }
     if report.chain is not None:
         out["chain"] = chain_dict(report.chain)
+    if report.trace is not None:
+        out["trace"] = copy.deepcopy(report.trace)
     return out
 
 
@@ -208,6 +216,8 @@ def _property_text(result: "PropertyResult", items: dict[int, tuple[str, str]]) 
 
 def report_json(report: "CheckReport") -> str:
     """``json.dumps(report.to_dict(), ensure_ascii=False)``, built from precomputed pieces."""
+    if report.trace is not None:  # a trace's report has step references; encode it whole
+        return _dumps(report_dict(report))
     items: dict[int, tuple[str, str]] = {}  # per item (by id, for this call): its encoded fields
     properties = ", ".join([_property_text(r, items) for r in report.properties])
     chain = "" if report.chain is None else f', "chain": {_dumps(chain_dict(report.chain))}'

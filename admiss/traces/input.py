@@ -1,0 +1,35 @@
+"""Bundle or trace: what a decoded JSON value given to ``check`` is.
+
+A bundle is an object with any of the fields only bundles have (``evidence``,
+``candidates``, ``output``, ``samples``), or with nothing but fields bundles and traces
+share (``rubric``, ``prompt``, ``model``, ``meta``; so ``{}`` is an empty bundle). Any
+other array or object is a trace, and the readers say which format it is, or why it is
+none. A format named with ``--trace`` (``trace_format``) reads the value as that format.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from admiss.traces.steps import Trace
+
+_BUNDLE_FIELDS = frozenset({"evidence", "candidates", "output", "samples"})
+_SHARED_FIELDS = frozenset({"rubric", "prompt", "model", "meta"})
+
+
+def is_trace(value: Any) -> bool:
+    """Whether ``value`` is read as a trace (no format named)."""
+    if type(value) is dict:
+        return _BUNDLE_FIELDS.isdisjoint(value) and not _SHARED_FIELDS.issuperset(value)
+    return isinstance(value, (list, Trace))
+
+
+def as_trace(value: Any, name: str, trace_format: str | None = None) -> Trace | None:
+    """The Trace ``value`` holds, or None for a bundle; TraceError when it is neither."""
+    if isinstance(value, Trace):
+        return value
+    if trace_format is None and not is_trace(value):
+        return None
+    from admiss.traces.read import read_trace
+
+    return read_trace(value, name, trace_format)

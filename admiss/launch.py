@@ -16,7 +16,7 @@ from pathlib import Path
 
 # Long and short spellings of check's options that take a value, by CheckOptions field.
 _VALUE_OPTIONS = {"--rubric": "rubric", "-r": "rubric", "--format": "fmt", "-f": "fmt", "--chain": "chain",
-                  "--config": "config", "--jobs": "jobs", "-j": "jobs"}
+                  "--config": "config", "--jobs": "jobs", "-j": "jobs", "--trace": "trace"}
 _FLAG_OPTIONS = {"--fail-fast": "fail_fast"}
 _FORMATS = ("text", "json", "rich")
 
@@ -75,6 +75,7 @@ def _options(given: dict[str, object]):
         config=Path(given["config"]) if "config" in given else None,
         jobs=int(given.get("jobs", 1)),
         fail_fast=bool(given.get("fail_fast", False)),
+        trace=given.get("trace"),
     )
 
 

@@ -127,6 +127,7 @@ class CheckOptions(NamedTuple):
     config: Path | None = None
     jobs: int = 1
     fail_fast: bool = False
+    trace: str | None = None  # --trace FORMAT: read every input as a trace in that format
 
 
 # What crosses between processes is kept to plain tuples of strings and numbers: pickling
@@ -168,9 +169,12 @@ class CheckRun:
     def rubric_for(self, bundle: Any, path: str, name: str):
         from admiss.bundle import validate_bundle
         from admiss.errors import input_error
+        from admiss.traces.input import is_trace
 
         if self.fixed_rubric is not None:
             return self.fixed_rubric
+        if self.options.trace is not None or is_trace(bundle):
+            raise input_error(name, "no rubric to check the trace against", hint="pass --rubric FILE", code="E002")
         # Check the bundle's shape first, so a bad "rubric" field is named as such.
         validate_bundle(bundle, name)
         if isinstance(bundle.get("rubric"), str):
@@ -189,7 +193,8 @@ class CheckRun:
         name = f"{path}:{number}" if number else path
         try:
             bundle = parse_bundle_text(text, path, number - 1 if number else 0)
-            report = self.rubric_for(bundle, path, name).check(bundle, name, self.options.chain)
+            # The one JSON value is a bundle or a trace: check() decides (admiss.traces.input).
+            report = self.rubric_for(bundle, path, name).check(bundle, name, self.options.chain, self.options.trace)
         except AdmissError as error:
             return self.error_outcome(error, name)
         return self.shown(report), None, EXIT_PASS if report.verdict == "pass" else EXIT_FAIL, report.verdict
@@ -311,6 +316,30 @@ def run_check(paths: list[Path], options: CheckOptions) -> int:
         if progress is not None:
             progress.stop()
         run.close()
+
+
+def import_traces(rubric, paths: list[Path], trace_format: str | None) -> int:
+    """``admiss import``: the explained bundle of every trace in ``paths``; the exit code."""
+    from admiss.bundle import parse_bundle_text
+
+    many = len(paths) > 1 or any(p.suffix == ".jsonl" for p in paths)
+    exit_code = EXIT_PASS
+    for unit in units_of(paths):
+        try:
+            if isinstance(unit, AdmissError):
+                raise unit
+            path, number, text = unit
+            name = f"{path}:{number}" if number else path
+            explained = rubric.import_trace(parse_bundle_text(text, path, number - 1 if number else 0),
+                                            name, trace_format)
+        except AdmissError as error:
+            sys.stdout.flush()
+            sys.stderr.write(error.render() + "\n")
+            exit_code = EXIT_BAD_INPUT
+            continue
+        shown = json.dumps(explained, ensure_ascii=False, indent=None if many else 2)
+        sys.stdout.write(shown + "\n")
+    return exit_code
 
 
 def _regular_file(path: Path) -> bool:

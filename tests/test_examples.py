@@ -48,3 +48,25 @@ def test_bundle_result(name: str):
         assert report["chain"]["served"] == expected["served"]
     if "text" in expected:
         assert rubric.check(bundle).to_text() == (BUNDLES / expected["text"]).read_text(encoding="utf-8")
+
+
+TRACES = RUBRICS / "traces"
+TRACE_EXPECTED = {k: v for k, v in json.loads((TRACES / "expected.json").read_text()).items() if k != "$comment"}
+
+
+def test_every_trace_has_an_expectation():
+    shipped = {p.relative_to(TRACES).as_posix() for p in TRACES.glob("*/*.json")}
+    assert shipped == set(TRACE_EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(TRACE_EXPECTED))
+def test_trace_result(name: str):
+    expected = TRACE_EXPECTED[name]
+    trace = json.loads((TRACES / name).read_text(encoding="utf-8"))
+    with admiss.load(RUBRICS / expected["rubric"]) as rubric:
+        report = rubric.check(trace).to_dict()
+    assert report["aggregate"] == expected["aggregate"]
+    assert report["missing_evidence_count"] == expected["missing_evidence_count"]
+    assert [p["verdict"] for p in report["properties"]] == expected["verdicts"]
+    assert report["verdict"] == expected["verdict"]
+    assert report["chain"]["served"] == expected["served"]

@@ -250,7 +250,12 @@ class CompiledMapping:
                 evidence.append(decision.item)
             else:
                 not_offered.append(decision.not_offered())
-        return bundle_of(trace, evidence), not_offered
+        return bundle_of(trace, evidence), not_offered + skipped(trace)
+
+
+def skipped(trace: Trace) -> list[dict]:
+    """The not-offered entries of the source elements the reader made no step of."""
+    return [{"step": element.ref.to_dict(), "type": "skipped", "reason": element.reason} for element in trace.skipped]
 
 
 def bundle_of(trace: Trace, evidence: list[dict]) -> dict:
@@ -272,6 +277,7 @@ def explained_bundle(mapping: CompiledMapping, trace: Trace) -> dict:
             evidence.append({**decision.item, "why": decision.why})
         else:
             not_offered.append(decision.not_offered())
+    not_offered += skipped(trace)
     bundle = bundle_of(trace, evidence)
     bundle["trace"] = {"format": trace.format, "steps": len(trace.steps), "not_offered": not_offered}
     return bundle

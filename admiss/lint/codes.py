@@ -17,10 +17,14 @@ from admiss.lint.rules import (
     default_yes,
     empty_rubric,
     empty_rung,
+    final_answer_mapped_otherwise,
     floor_gate_fail_open,
     judge_grades_own_rung,
     judge_rung_without_model,
     kind_admitted_and_forbidden,
+    map_admits_every_tool_call,
+    map_kind_unused,
+    map_rule_shadowed,
     no_shortcut_rejections,
     permissive_threshold,
     property_admits_nothing,
@@ -84,6 +88,10 @@ RULES = (
     Rule("ADM019", property_admits_nothing, "warning"),
     Rule("ADM020", repeated_list_entry, "warning"),
     Rule("ADM021", permissive_threshold, "warning"),
+    Rule("ADM030", map_kind_unused, "warning"),
+    Rule("ADM031", map_rule_shadowed, "warning"),
+    Rule("ADM032", map_admits_every_tool_call, "error"),
+    Rule("ADM033", final_answer_mapped_otherwise, "error"),
 )
 # Checks the suppression comments against what the rules above reported.
 UNUSED_SUPPRESSION = Rule("ADM100", unused_suppression, "warning")

@@ -30,7 +30,8 @@ def _own_fields(item: dict) -> dict:
 _NESTED: dict = {}
 
 
-def excluded_dicts(excluded: list[tuple[dict, "Exclusion"]], bases: dict[int, dict] | None = None) -> list[dict]:
+def excluded_dicts(excluded: list[tuple[dict, "Exclusion"]], bases: dict[int, dict] | None = None,
+                   shared: bool = False) -> list[dict]:
     """One new dict per exclusion: the seed's two fields first, then the item's own fields as
     the bundle gave them, then a copy of the clause, so editing one report never touches
     another. The exclusion's reason wins over an item field named ``reason``.
@@ -38,7 +39,13 @@ def excluded_dicts(excluded: list[tuple[dict, "Exclusion"]], bases: dict[int, di
     With ``bases`` (for a report of several properties, where one item is usually excluded
     by many), each item's fields are laid out once per report, keyed by id, and copied per
     exclusion: about twice as fast as laying them out each time.
+
+    With ``shared`` (for a report encoded at once and thrown away) entries share the items'
+    nested values instead of copying them.
     """
+    if shared:
+        return [{"detail": None, "reason": None, **item, "reason": exclusion.reason, "clause": exclusion.clause}
+                for item, exclusion in excluded]
     if bases is None:
         # The placeholders fix the key order; the item's detail and our reason fill them.
         return [{"detail": None, "reason": None, **_own_fields(item), "reason": exclusion.reason,
@@ -57,9 +64,9 @@ def excluded_dicts(excluded: list[tuple[dict, "Exclusion"]], bases: dict[int, di
 
 
 def property_dict(result: "PropertyResult", bases: dict[int, dict] | None = None,
-                  steps: bool = False) -> dict[str, Any]:
+                  steps: bool = False, shared: bool = False) -> dict[str, Any]:
     """A property's report; with ``steps`` (a checked trace), the step reference of each
-    admitted item, in the order of ``evidence``."""
+    admitted item, in the order of ``evidence``. ``shared``: see :func:`excluded_dicts`."""
     prop = result.prop
     out = {
         "property": prop.display_name,
@@ -68,13 +75,14 @@ def property_dict(result: "PropertyResult", bases: dict[int, dict] | None = None
         "forbidden": list(prop.forbidden),
         "shortcut_rejections": list(prop.shortcut_rejections),
         "evidence": list(result.evidence),
-        "excluded": excluded_dicts(result.excluded, bases),
+        "excluded": excluded_dicts(result.excluded, bases, shared),
         "rationale": result.rationale,
         "default_verdict": prop.default,
         "verdict": result.verdict,
     }
     if steps:
-        out["evidence_steps"] = [item.get("step") for item in result.admitted]
+        out["evidence_steps"] = [item.get("step") if shared else copy.deepcopy(item.get("step"))
+                                 for item in result.admitted]
     return out
 
 
@@ -114,7 +122,9 @@ def chain_dict(chain: "ChainResult") -> dict[str, Any]:
     }
 
 
-def report_dict(report: "CheckReport") -> dict[str, Any]:
+def report_dict(report: "CheckReport", shared: bool = False) -> dict[str, Any]:
+    """The report as JSON-ready data, sharing no mutable value with the bundle or another
+    report (unless ``shared``: see :func:`excluded_dicts`)."""
     bases: dict[int, dict] | None = {} if len(report.properties) > 1 else None
     out = {
         "bundle": report.bundle_name,
@@ -122,12 +132,12 @@ def report_dict(report: "CheckReport") -> dict[str, Any]:
         "verdict": report.verdict,
         "aggregate": report.aggregate,
         "missing_evidence_count": report.missing_evidence_count,
-        "properties": [property_dict(r, bases, report.trace is not None) for r in report.properties],
+        "properties": [property_dict(r, bases, report.trace is not None, shared) for r in report.properties],
     }
     if report.chain is not None:
         out["chain"] = chain_dict(report.chain)
     if report.trace is not None:
-        out["trace"] = copy.deepcopy(report.trace)
+        out["trace"] = report.trace if shared else copy.deepcopy(report.trace)
     return out
 
 
@@ -141,8 +151,9 @@ def report_dict(report: "CheckReport") -> dict[str, Any]:
 _encode_string = json.encoder.encode_basestring  # the encoder json.dumps(ensure_ascii=False) uses
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
+# json.dumps(value, ensure_ascii=False), without building an encoder per call as dumps does
+# for any non-default option.
+_dumps = json.JSONEncoder(ensure_ascii=False).encode
 
 
 class _PropertyJSON:
@@ -196,7 +207,7 @@ def _item_parts(item: dict) -> tuple[str, str]:
     return '{"detail": ' + _encode_string(item["detail"]), rest
 
 
-def _property_text(result: "PropertyResult", items: dict[int, tuple[str, str]]) -> str:
+def _property_text(result: "PropertyResult", items: dict[int, tuple[str, str]], steps: bool = False) -> str:
     prop = result.prop
     parts = prop.renderings.get("json") or _property_json(prop)
     entries = []
@@ -211,16 +222,19 @@ def _property_text(result: "PropertyResult", items: dict[int, tuple[str, str]]) 
         around = exclusion.renderings.get("json") or _exclusion_json(exclusion)
         append(f"{laid_out[0]}{around[0]}{laid_out[1]}{around[1]}")
     evidence = ", ".join([_encode_string(detail) for detail in result.evidence])
-    return f'{parts.head}{evidence}], "excluded": [{", ".join(entries)}{parts.tails[result.rationale]}'
+    text = f'{parts.head}{evidence}], "excluded": [{", ".join(entries)}{parts.tails[result.rationale]}'
+    if steps:  # a checked trace's report: the admitted items' step references close the entry
+        return f'{text[:-1]}, "evidence_steps": {_dumps([item.get("step") for item in result.admitted])}}}'
+    return text
 
 
 def report_json(report: "CheckReport") -> str:
     """``json.dumps(report.to_dict(), ensure_ascii=False)``, built from precomputed pieces."""
-    if report.trace is not None:  # a trace's report has step references; encode it whole
-        return _dumps(report_dict(report))
     items: dict[int, tuple[str, str]] = {}  # per item (by id, for this call): its encoded fields
-    properties = ", ".join([_property_text(r, items) for r in report.properties])
+    steps = report.trace is not None
+    properties = ", ".join([_property_text(r, items, steps) for r in report.properties])
     chain = "" if report.chain is None else f', "chain": {_dumps(chain_dict(report.chain))}'
+    trace = "" if report.trace is None else f', "trace": {_dumps(report.trace)}'
     return (f'{{"bundle": {_dumps(report.bundle_name)}, "rubric": {_encode_string(report.rubric.name)}, '
             f'"verdict": "{report.verdict}", "aggregate": "{report.aggregate}", '
-            f'"missing_evidence_count": {report.missing_evidence_count}, "properties": [{properties}]{chain}}}')
+            f'"missing_evidence_count": {report.missing_evidence_count}, "properties": [{properties}]{chain}{trace}}}')

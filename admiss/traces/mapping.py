@@ -41,6 +41,8 @@ _OUTCOME_SETS = {"ok": frozenset({OK}), "failed": frozenset({"error", "no_result
                  "bad_args": frozenset({"bad_args"})}
 _KEYWORD_OF_STEP = {step: keyword for keyword, step in ir.MAP_STEPS.items()}
 _MISSING = object()
+# One encoder for every detail (json.dumps builds one per call when given options).
+_encode = json.JSONEncoder(ensure_ascii=False).encode
 
 
 class Decision:
@@ -131,17 +133,26 @@ def _condition_test(condition: ir.Condition) -> Test:
     return lambda step: _same(get(step), wanted)
 
 
+def _always(step: Step) -> bool:
+    return True
+
+
 def _rule_test(rule: ir.MapRule) -> Test:
-    tests = [t for t in [_tool_test(rule.tool.value if rule.tool else None)] if t is not None]
+    """What a rule asks of a step beyond its type and tool name (those pick the rules to try)."""
+    tests = []
     if rule.outcomes:
         outcomes = frozenset().union(*(_OUTCOME_SETS[r.value] for r in rule.outcomes))
         tests.append(lambda step: step.outcome in outcomes)
     tests += [_condition_test(c) for c in rule.where]
-    if not tests:
-        return lambda step: True
-    if len(tests) == 1:
-        return tests[0]
-    return lambda step: all(test(step) for test in tests)
+    if len(tests) <= 1:
+        return tests[0] if tests else _always
+
+    def every(step: Step) -> bool:
+        for test in tests:
+            if not test(step):
+                return False
+        return True
+    return every
 
 
 def _shorten(text: str) -> str:
@@ -151,7 +162,7 @@ def _shorten(text: str) -> str:
 def _arguments(step: Step) -> str:
     if not step.args_parsed:
         return str(step.args)
-    return "" if step.args is None else json.dumps(step.args, ensure_ascii=False, separators=(", ", ": "))
+    return "" if step.args is None else _encode(step.args)
 
 
 def default_detail(step: Step) -> str:
@@ -211,24 +222,48 @@ def _why(rule: ir.MapRule, index: int, default: bool) -> dict:
     return {"rule": rule_text(rule), "line": rule.span.line, "column": rule.span.column, "index": index}
 
 
+# Tool names whose rules are remembered per mapping; a run with more distinct names than
+# this (hostile input) still works, only without the memo.
+_REMEMBERED_TOOLS = 4096
+_Compiled = tuple  # (test, make or None for SKIP, why)
+
+
 class CompiledMapping:
     """A MAP block (or the defaults) ready to decide steps."""
 
     def __init__(self, mapping: ir.Mapping | None):
         self.default = mapping is None
         rules = (DEFAULT_MAPPING if mapping is None else mapping).rules
-        self.by_type: dict[str, list[tuple[Test, Make | None, dict]]] = {}
+        self.by_type: dict[str, list[_Compiled]] = {}
+        # Tool-call rules with their name test; the rules a tool name can meet are worked
+        # out once per name (tool_rules), so deciding a call never tests names again.
+        self.tool_named: list[tuple[Test | None, _Compiled]] = []
         for index, rule in enumerate(rules, start=1):
             make = _rule_maker(rule) if rule.kind is not None else None
-            self.by_type.setdefault(rule.step, []).append((_rule_test(rule), make, _why(rule, index, self.default)))
+            compiled = (_rule_test(rule), make, _why(rule, index, self.default))
+            if rule.step == TOOL_CALL:
+                self.tool_named.append((_tool_test(rule.tool.value if rule.tool else None), compiled))
+            else:
+                self.by_type.setdefault(rule.step, []).append(compiled)
+        self.by_tool: dict[str | None, list[_Compiled]] = {}
         self.unmatched = {"reason": "no rule of the default taxonomy matches" if self.default
                           else "no MAP rule matches"}
+
+    def tool_rules(self, step: Step) -> list[_Compiled]:
+        """The tool-call rules whose name pattern ``step``'s tool name matches, in order."""
+        found = self.by_tool.get(step.tool_name)
+        if found is None:
+            found = [compiled for named, compiled in self.tool_named if named is None or named(step)]
+            if len(self.by_tool) < _REMEMBERED_TOOLS:
+                self.by_tool[step.tool_name] = found
+        return found
 
     def decide(self, step: Step) -> Decision:
         never = _NEVER_OFFERED.get(step.type)
         if never is not None:
             return Decision(step, None, {"reason": never})
-        for test, make, why in self.by_type.get(step.type, ()):
+        rules = self.tool_rules(step) if step.type == TOOL_CALL else self.by_type.get(step.type, ())
+        for test, make, why in rules:
             if not test(step):
                 continue
             if make is None:

@@ -173,3 +173,48 @@ def anthropic(value):
         if not text and all(block["type"] == "text" for block in content):
             skipped.append(path)
     return with_final_answer(rows), skipped
+
+
+# ---------------------------------------------------------------- OpenAI Responses
+
+
+def responses_text(content) -> str:
+    if content is None or isinstance(content, str):
+        return content or ""
+    return "\n".join(part["refusal"] if part["type"] == "refusal" else part["text"]
+                     for part in content if part["type"] in ("input_text", "output_text", "refusal"))
+
+
+def openai_responses(value):
+    if isinstance(value, list):
+        sections = [("$", value)]
+    else:
+        sections = [(key, value[key]) for key in ("input", "output") if isinstance(value.get(key), list)]
+    answers = {}
+    for base, items in sections:
+        for i, item in enumerate(items):
+            if item.get("type") == "function_call_output":
+                answers[item["call_id"]] = (f"{base}[{i}]", parsed_result(responses_text(item["output"])))
+    rows, skipped = [], []
+    if isinstance(value, dict):
+        for key, kind in (("instructions", "system"), ("input", "user")):
+            if isinstance(value.get(key), str):
+                (rows.append(text_row(kind, key, value[key])) if value[key] else skipped.append(key))
+    for base, items in sections:
+        for i, item in enumerate(items):
+            path, kind = f"{base}[{i}]", item.get("type", "message")
+            if kind == "message":
+                text = responses_text(item["content"])
+                role = {"system": "system", "developer": "system", "user": "user"}.get(item["role"], "assistant_text")
+                (rows.append(text_row(role, path, text)) if text else skipped.append(path))
+            elif kind == "function_call":
+                at, result = answers.get(item["call_id"], (None, None))
+                rows.append(call_row(path, item["name"], item["arguments"], at, result))
+            elif kind == "reasoning":
+                summary = [part["text"] for part in item.get("summary") or []]
+                content = [part["text"] for part in item.get("content") or []]
+                text = "\n".join(summary) if any(summary) else "\n".join(content) if any(content) else ""
+                (rows.append(text_row("reasoning", path, text)) if text else skipped.append(path))
+            elif kind != "function_call_output":
+                skipped.append(path)
+    return with_final_answer(rows), skipped

@@ -139,3 +139,65 @@ def anthropic(draw):
         value["messages"] = messages
         return value, elements
     return messages, elements
+
+
+@st.composite
+def openai_responses(draw):
+    wrapped = draw(st.booleans())
+    value, elements, open_ids, counter = {"model": "gpt-5-mini"}, [], [], 0
+
+    def parts(kinds, image=True):
+        image = [st.just({"type": "input_image", "image_url": "https://x.invalid/a.png"})] if image else []
+        return st.lists(st.one_of(*[TEXTS.map(lambda t, k=k: {"type": k, "text": t}) for k in kinds], *image),
+                        max_size=3)
+
+    def items(base, typed_only):
+        nonlocal counter
+        listed = []
+        for _ in range(draw(st.integers(0, 7))):
+            kind = draw(st.sampled_from(["message", "message", "function_call", "function_call",
+                                         "function_call_output", "reasoning", "web_search_call"]))
+            if kind == "function_call_output":
+                now = _answered_now(draw, open_ids)[:1]
+                if not now:
+                    continue
+                body = draw(RESULT_TEXTS)
+                item = {"type": kind, "call_id": now[0],
+                        "output": body if draw(st.booleans()) else [{"type": "input_text", "text": body}]}
+            elif kind == "function_call":
+                counter += 1
+                open_ids.append(f"call_{counter}")
+                item = {"type": kind, "id": f"fc_{counter}", "call_id": f"call_{counter}", "name": draw(TOOLS),
+                        "arguments": draw(ARG_TEXTS)}
+            elif kind == "message":
+                role = draw(st.sampled_from(["user", "system", "developer", "assistant"]))
+                item = {"role": role, "content": draw(st.one_of(TEXTS, st.just(None), parts(
+                    ["output_text", "refusal"] if role == "assistant" else ["input_text"])))}
+                if item["content"] and not isinstance(item["content"], str) and role == "assistant":
+                    item["content"] = [{"type": "refusal", "refusal": p["text"]} if p["type"] == "refusal" else p
+                                       for p in item["content"]]
+                if typed_only or draw(st.booleans()):
+                    item["type"] = "message"
+            elif kind == "reasoning":
+                item = {"type": kind, "id": "rs", "summary": draw(parts(["summary_text"], image=False))}
+                if draw(st.booleans()):
+                    item["content"] = draw(parts(["reasoning_text"], image=False))
+            else:
+                item = {"type": kind, "id": "ws", "status": "completed"}
+            elements.append(f"{base}[{len(listed)}]")
+            listed.append(item)
+        return listed
+
+    if not wrapped:
+        return items("$", True), elements
+    if draw(st.booleans()):
+        value["instructions"] = draw(TEXTS)
+        elements.append("instructions")
+    if draw(st.integers(0, 3)) == 0:
+        value["input"] = draw(TEXTS)
+        elements.append("input")
+    else:
+        value["input"] = items("input", False)
+    if draw(st.booleans()):
+        value["output"] = items("output", False)
+    return value, elements

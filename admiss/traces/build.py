@@ -145,7 +145,7 @@ class Steps:
         self.skipped.append(Skipped(ref, reason))
 
     def call(self, ref: StepRef, tool_name: str, args: Any, args_parsed: bool, call_id: str | None,
-             id_path: str = "") -> None:
+             id_path: str = "") -> _Call:
         """A tool call; ``call_id`` (at ``id_path``) is how its result will name it."""
         call = _Call(ref, tool_name, args, args_parsed)
         if call_id in self.calls:
@@ -154,6 +154,15 @@ class Steps:
         if call_id is not None:  # a call with no id is answered by its tool name
             self.calls[call_id] = call
         self.items.append(call)
+        return call
+
+    def has_call(self, call_id: str) -> bool:
+        return call_id in self.calls
+
+    def is_open(self, call_id: str) -> bool:
+        """Whether the call ``call_id`` was made and has no result yet."""
+        call = self.calls.get(call_id)
+        return call is not None and not call.answered
 
     def answer(self, call_id: str | None, result: Any, error: str | None, ref: StepRef, id_path: str,
                tool_name: str | None = None) -> None:
@@ -167,6 +176,11 @@ class Steps:
         if call.answered:
             fail(self.name, id_path, f"tool call '{call_id or tool_name}' is answered twice", TWICE,
                  hint=f"its first result is at {call.result_ref.path}")
+        self.resolve(call, result, error, ref)
+
+    @staticmethod
+    def resolve(call: _Call, result: Any, error: str | None, ref: StepRef) -> None:
+        """Give ``call`` its result (found at ``ref``)."""
         call.answered, call.result, call.error, call.result_ref = True, result, error, ref
 
     def _unanswered(self, tool_name: str | None) -> _Call | None:

@@ -218,3 +218,55 @@ def openai_responses(value):
             elif kind != "function_call_output":
                 skipped.append(path)
     return with_final_answer(rows), skipped
+
+
+# ---------------------------------------------------------------- Google ADK sessions
+
+
+def adk_get(holder, snake, camel):
+    return holder[snake] if snake in holder else holder.get(camel)
+
+
+def adk(value):
+    """Sessions only (eval cases are pinned by their fixture)."""
+    events = value["events"]
+    by_id, by_name = {}, {}
+    for i, event in enumerate(events):
+        for j, part in enumerate((event.get("content") or {}).get("parts") or []):
+            response = adk_get(part, "function_response", "functionResponse")
+            if response is not None:
+                at = f"events[{i}].content.parts[{j}]"
+                if response.get("id") is not None:
+                    by_id[response["id"]] = (at, response["response"])
+                else:
+                    by_name.setdefault(response["name"], []).append((at, response["response"]))
+    rows, skipped = [], []
+    for i, event in enumerate(events):
+        path = f"events[{i}]"
+        if event.get("content") is None:
+            skipped.append(path)
+            continue
+        parts = event["content"].get("parts") or []
+        user = event.get("author") == "user" or event["content"].get("role") == "user"
+        text = "".join(p["text"] for p in parts if "text" in p and not p.get("thought"))
+        first_text = next((j for j, p in enumerate(parts) if "text" in p and not p.get("thought")), None)
+        for j, part in enumerate(parts):
+            at = f"{path}.content.parts[{j}]"
+            if j == first_text and text:
+                rows.append(text_row("user" if user else "assistant_text", path, text))
+            call = adk_get(part, "function_call", "functionCall")
+            if "text" in part:
+                if part.get("thought"):
+                    (rows.append(text_row("reasoning", at, part["text"])) if part["text"] else skipped.append(at))
+            elif call is not None:
+                if call.get("id") is not None:
+                    result_at, result = by_id.get(call["id"], (None, None))
+                else:
+                    queue = by_name.get(call["name"], [])
+                    result_at, result = queue.pop(0) if queue else (None, None)
+                rows.append(call_row(at, call["name"], call.get("args", {}), result_at, result))
+            elif adk_get(part, "function_response", "functionResponse") is None:
+                skipped.append(at)
+        if not text and all("text" in p and not p.get("thought") for p in parts):
+            skipped.append(path)
+    return with_final_answer(rows), skipped

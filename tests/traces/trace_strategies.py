@@ -201,3 +201,55 @@ def openai_responses(draw):
     if draw(st.booleans()):
         value["output"] = items("output", False)
     return value, elements
+
+
+@st.composite
+def adk(draw):
+    camel = draw(st.booleans())
+    call_key, response_key = ("functionCall", "functionResponse") if camel else ("function_call", "function_response")
+    with_ids = draw(st.booleans())
+    events, elements, open_calls, counter = [], [], [], 0
+    for i in range(draw(st.integers(0, 8))):
+        path = f"events[{i}]"
+        kind = draw(st.sampled_from(["user", "model", "model", "responses", "state"]))
+        if kind == "state":
+            events.append({"id": f"ev{i}", "author": "agent", "actions": {"state_delta": {"k": 1}}})
+            elements.append(path)
+            continue
+        parts = []
+        if kind == "responses":
+            for call_id, name in [c for c in draw(st.permutations(open_calls)) if draw(st.integers(0, 3))]:
+                open_calls.remove((call_id, name))
+                response = {"name": name, "response": draw(st.one_of(OBJECTS, st.just({"result": "ok"})))}
+                if with_ids:
+                    response["id"] = call_id
+                elements.append(f"{path}.content.parts[{len(parts)}]")
+                parts.append({response_key: response})
+            if not parts:
+                elements.append(path)  # content with no parts
+        else:
+            for _ in range(draw(st.integers(0, 4))):
+                part_kind = draw(st.sampled_from(["text", "text", "thought", "call", "call", "other"]
+                                                 if kind == "model" else ["text", "text", "other"]))
+                at = f"{path}.content.parts[{len(parts)}]"
+                if part_kind == "text":
+                    parts.append({"text": draw(TEXTS)})
+                    continue
+                if part_kind == "thought":
+                    parts.append({"text": draw(TEXTS), "thought": True})
+                elif part_kind == "call":
+                    counter += 1
+                    call = {"name": draw(TOOLS), "args": draw(OBJECTS)}
+                    if with_ids:
+                        call["id"] = f"adk-{counter}"
+                    open_calls.append((call.get("id"), call["name"]))
+                    parts.append({call_key: call})
+                else:
+                    parts.append({"inline_data": {"mime_type": "image/png", "data": "iVBO"}})
+                elements.append(at)
+            text = "".join(p["text"] for p in parts if "text" in p and not p.get("thought"))
+            if text or all("text" in p and not p.get("thought") for p in parts):
+                elements.append(path)
+        content = {"role": "user" if kind != "model" else "model", "parts": parts}
+        events.append({"id": f"ev{i}", "author": "user" if kind == "user" else "agent", "content": content})
+    return {"id": "session-1", "appName" if camel else "app_name": "concierge", "events": events}, elements

@@ -179,8 +179,8 @@ class Steps:
         self.resolve(call, result, error, ref)
 
     @staticmethod
-    def resolve(call: _Call, result: Any, error: str | None, ref: StepRef) -> None:
-        """Give ``call`` its result (found at ``ref``)."""
+    def resolve(call: _Call, result: Any, error: str | None, ref: StepRef | None) -> None:
+        """Give ``call`` its result, found at ``ref`` (None: in the call's own element)."""
         call.answered, call.result, call.error, call.result_ref = True, result, error, ref
 
     def _unanswered(self, tool_name: str | None) -> _Call | None:

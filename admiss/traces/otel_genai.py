@@ -159,8 +159,8 @@ class _Reading:
             return
         if requested:
             self.steps.answer(call_id, result, error, ref, f"{where}.attributes")
-        else:
-            self.steps.resolve(call, result, error, ref)
+        else:  # the result stands in the call's own span: no result_ref apart from the call
+            self.steps.resolve(call, result, error, None)
 
     def chat(self, attributes: dict, ref: StepRef) -> None:
         where = ref.path

@@ -10,7 +10,7 @@ import trace_reference as ref
 import trace_strategies as strategies
 from admiss.traces.read import read_trace
 
-FORMATS = ["openai_chat", "openai_responses", "anthropic", "adk"]
+FORMATS = ["openai_chat", "openai_responses", "anthropic", "otel_genai", "adk"]
 ANTHROPIC_BLOCKS = {"tool_use", "tool_result", "thinking", "redacted_thinking"}
 
 

@@ -129,7 +129,6 @@ class Steps:
         self.items: list[Step | _Call] = []
         self.skipped: list[Skipped] = []
         self.calls: dict[str, _Call] = {}
-        self.unnamed: list[_Call] = []  # calls the format gave no id, answered by tool name
 
     def add(self, step: Step) -> None:
         self.items.append(step)
@@ -146,35 +145,48 @@ class Steps:
         self.skipped.append(Skipped(ref, reason))
 
     def call(self, ref: StepRef, tool_name: str, args: Any, args_parsed: bool, call_id: str | None,
-             id_path: str = "") -> None:
+             id_path: str = "") -> _Call:
         """A tool call; ``call_id`` (at ``id_path``) is how its result will name it."""
         call = _Call(ref, tool_name, args, args_parsed)
-        if call_id is None:
-            self.unnamed.append(call)
-        elif call_id in self.calls:
+        if call_id in self.calls:
             fail(self.name, id_path or ref.path, f"a second tool call with id '{call_id}'", TWICE,
                  hint="each tool call needs its own id, so its result can name it")
-        else:
+        if call_id is not None:  # a call with no id is answered by its tool name
             self.calls[call_id] = call
         self.items.append(call)
+        return call
+
+    def has_call(self, call_id: str) -> bool:
+        return call_id in self.calls
+
+    def is_open(self, call_id: str) -> bool:
+        """Whether the call ``call_id`` was made and has no result yet."""
+        call = self.calls.get(call_id)
+        return call is not None and not call.answered
 
     def answer(self, call_id: str | None, result: Any, error: str | None, ref: StepRef, id_path: str,
                tool_name: str | None = None) -> None:
         """The result of the open call ``call_id`` (or, with no id, the earliest unanswered
         call of ``tool_name``); ``error`` says why it is an error result, if it is one."""
-        call = self.calls.get(call_id) if call_id is not None else self._unnamed_call(tool_name)
+        call = self.calls.get(call_id) if call_id is not None else self._unanswered(tool_name)
         if call is None:
-            what = f"'{call_id}'" if call_id is not None else f"of tool '{tool_name}'"
-            fail(self.name, id_path, f"a tool result for no tool call before it (id {what})"
-                 if call_id is not None else f"a tool result for no unanswered call {what} before it", DANGLING,
-                 hint="a result must come after the tool call it answers, naming the call's id")
+            fail(self.name, id_path, f"a tool result for no tool call before it (id '{call_id}')"
+                 if call_id is not None else f"a tool result for no unanswered call of '{tool_name}' before it",
+                 DANGLING, hint="a result must come after the tool call it answers, naming the call's id")
         if call.answered:
             fail(self.name, id_path, f"tool call '{call_id or tool_name}' is answered twice", TWICE,
                  hint=f"its first result is at {call.result_ref.path}")
+        self.resolve(call, result, error, ref)
+
+    @staticmethod
+    def resolve(call: _Call, result: Any, error: str | None, ref: StepRef | None) -> None:
+        """Give ``call`` its result, found at ``ref`` (None: in the call's own element)."""
         call.answered, call.result, call.error, call.result_ref = True, result, error, ref
 
-    def _unnamed_call(self, tool_name: str | None) -> _Call | None:
-        return next((c for c in self.unnamed if not c.answered and c.tool_name == tool_name), None)
+    def _unanswered(self, tool_name: str | None) -> _Call | None:
+        """The earliest unanswered call of ``tool_name``."""
+        return next((item for item in self.items
+                     if type(item) is _Call and not item.answered and item.tool_name == tool_name), None)
 
     def trace(self, model: str | None = None) -> Trace:
         """The Trace: pending calls become steps, the last assistant text the final answer."""

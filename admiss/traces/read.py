@@ -11,13 +11,13 @@ from types import ModuleType
 from typing import Any
 
 from admiss.errors import Diagnostic, TraceError, did_you_mean
-from admiss.traces import anthropic, openai_chat
+from admiss.traces import adk, anthropic, openai_chat, openai_responses, otel_genai
 from admiss.traces.steps import Trace
 
 # B020: the value matches no format. B024: an unknown format name. B025: nested too deeply.
 NO_FORMAT, UNKNOWN_FORMAT, TOO_DEEP = "B020", "B024", "B025"
 
-FORMATS: dict[str, ModuleType] = {module.NAME: module for module in (openai_chat, anthropic)}
+FORMATS: dict[str, ModuleType] = {module.NAME: module for module in (openai_chat, openai_responses, anthropic, otel_genai, adk)}
 FORMAT_NAMES: tuple[str, ...] = tuple(FORMATS)
 
 

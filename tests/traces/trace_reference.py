@@ -173,3 +173,210 @@ def anthropic(value):
         if not text and all(block["type"] == "text" for block in content):
             skipped.append(path)
     return with_final_answer(rows), skipped
+
+
+# ---------------------------------------------------------------- OpenAI Responses
+
+
+def responses_text(content) -> str:
+    if content is None or isinstance(content, str):
+        return content or ""
+    return "\n".join(part["refusal"] if part["type"] == "refusal" else part["text"]
+                     for part in content if part["type"] in ("input_text", "output_text", "refusal"))
+
+
+def openai_responses(value):
+    if isinstance(value, list):
+        sections = [("$", value)]
+    else:
+        sections = [(key, value[key]) for key in ("input", "output") if isinstance(value.get(key), list)]
+    answers = {}
+    for base, items in sections:
+        for i, item in enumerate(items):
+            if item.get("type") == "function_call_output":
+                answers[item["call_id"]] = (f"{base}[{i}]", parsed_result(responses_text(item["output"])))
+    rows, skipped = [], []
+    if isinstance(value, dict):
+        for key, kind in (("instructions", "system"), ("input", "user")):
+            if isinstance(value.get(key), str):
+                (rows.append(text_row(kind, key, value[key])) if value[key] else skipped.append(key))
+    for base, items in sections:
+        for i, item in enumerate(items):
+            path, kind = f"{base}[{i}]", item.get("type", "message")
+            if kind == "message":
+                text = responses_text(item["content"])
+                role = {"system": "system", "developer": "system", "user": "user"}.get(item["role"], "assistant_text")
+                (rows.append(text_row(role, path, text)) if text else skipped.append(path))
+            elif kind == "function_call":
+                at, result = answers.get(item["call_id"], (None, None))
+                rows.append(call_row(path, item["name"], item["arguments"], at, result))
+            elif kind == "reasoning":
+                summary = [part["text"] for part in item.get("summary") or []]
+                content = [part["text"] for part in item.get("content") or []]
+                text = "\n".join(summary) if any(summary) else "\n".join(content) if any(content) else ""
+                (rows.append(text_row("reasoning", path, text)) if text else skipped.append(path))
+            elif kind != "function_call_output":
+                skipped.append(path)
+    return with_final_answer(rows), skipped
+
+
+# ---------------------------------------------------------------- Google ADK sessions
+
+
+def adk_get(holder, snake, camel):
+    return holder[snake] if snake in holder else holder.get(camel)
+
+
+def adk(value):
+    """Sessions only (eval cases are pinned by their fixture)."""
+    events = value["events"]
+    by_id, by_name = {}, {}
+    for i, event in enumerate(events):
+        for j, part in enumerate((event.get("content") or {}).get("parts") or []):
+            response = adk_get(part, "function_response", "functionResponse")
+            if response is not None:
+                at = f"events[{i}].content.parts[{j}]"
+                if response.get("id") is not None:
+                    by_id[response["id"]] = (at, response["response"])
+                else:
+                    by_name.setdefault(response["name"], []).append((at, response["response"]))
+    rows, skipped = [], []
+    for i, event in enumerate(events):
+        path = f"events[{i}]"
+        if event.get("content") is None:
+            skipped.append(path)
+            continue
+        parts = event["content"].get("parts") or []
+        user = event.get("author") == "user" or event["content"].get("role") == "user"
+        text = "".join(p["text"] for p in parts if "text" in p and not p.get("thought"))
+        first_text = next((j for j, p in enumerate(parts) if "text" in p and not p.get("thought")), None)
+        for j, part in enumerate(parts):
+            at = f"{path}.content.parts[{j}]"
+            if j == first_text and text:
+                rows.append(text_row("user" if user else "assistant_text", path, text))
+            call = adk_get(part, "function_call", "functionCall")
+            if "text" in part:
+                if part.get("thought"):
+                    (rows.append(text_row("reasoning", at, part["text"])) if part["text"] else skipped.append(at))
+            elif call is not None:
+                if call.get("id") is not None:
+                    result_at, result = by_id.get(call["id"], (None, None))
+                else:
+                    queue = by_name.get(call["name"], [])
+                    result_at, result = queue.pop(0) if queue else (None, None)
+                rows.append(call_row(at, call["name"], call.get("args", {}), result_at, result))
+            elif adk_get(part, "function_response", "functionResponse") is None:
+                skipped.append(at)
+        if not text and all("text" in p and not p.get("thought") for p in parts):
+            skipped.append(path)
+    return with_final_answer(rows), skipped
+
+
+# ---------------------------------------------------------------- OpenTelemetry GenAI spans
+
+
+def otel_value(value):
+    if not value:
+        return None
+    (kind, inner), = value.items()
+    if kind == "intValue":
+        return int(inner)
+    if kind == "arrayValue":
+        return [otel_value(v) for v in inner.get("values", [])]
+    if kind == "kvlistValue":
+        return {pair["key"]: otel_value(pair["value"]) for pair in inner.get("values", [])}
+    return inner
+
+
+def otel_attributes(span):
+    """The span's attributes over its events' (the first event to give one wins)."""
+    merged = {}
+    for event in reversed(span.get("events", [])):
+        merged.update({pair["key"]: otel_value(pair["value"]) for pair in event.get("attributes", [])})
+    merged.update({pair["key"]: otel_value(pair["value"]) for pair in span.get("attributes", [])})
+    return merged
+
+
+def otel_json(value):
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def otel_genai(value):
+    spans = []
+    for r, resource in enumerate(value["resourceSpans"]):
+        for s, scope in enumerate(resource["scopeSpans"]):
+            for k, span in enumerate(scope["spans"]):
+                spans.append((int(span.get("startTimeUnixNano", 0)), len(spans), span,
+                              f"resourceSpans[{r}].scopeSpans[{s}].spans[{k}]"))
+    spans.sort(key=lambda entry: entry[:2])
+    rows, skipped, calls, system = [], [], {}, None  # calls: id -> index of its row in rows
+
+    def answer(index, path, result, error):
+        kind, at, text, name, args, ok, _, _, _ = rows[index]
+        rows[index] = (kind, at, text, name, args, ok, result, outcome(ok, True, error), path)
+
+    for _, _, span, path in spans:
+        attributes = otel_attributes(span)
+        operation = attributes.get("gen_ai.operation.name")
+        if operation == "execute_tool":
+            call_id = attributes.get("gen_ai.tool.call.id")
+            status = span.get("status") or {}
+            error = status.get("code") in (2, "STATUS_CODE_ERROR") or "error.type" in attributes
+            has_result = "gen_ai.tool.call.result" in attributes
+            result = attributes.get("gen_ai.tool.call.result")
+            result = parsed_result(result) if isinstance(result, str) else result
+            if call_id in calls:
+                if error or has_result:
+                    answer(calls[call_id], path, result, error)
+                else:
+                    skipped.append(path)
+            else:
+                row = call_row(path, attributes["gen_ai.tool.name"], attributes.get("gen_ai.tool.call.arguments"),
+                               path if error or has_result else None, result, lambda _: error)
+                rows.append(row[:8] + (None,))  # the result stands in the call's own span
+                if call_id is not None:
+                    calls[call_id] = len(rows) - 1
+        elif operation == "chat":
+            if "gen_ai.system_instructions" in attributes:
+                at = f'{path}.attributes["gen_ai.system_instructions"]'
+                text = "\n".join(p["content"] for p in otel_json(attributes["gen_ai.system_instructions"])
+                                 if p["type"] == "text")
+                if text and text != system:
+                    rows.append(text_row("system", at, text))
+                    system = text
+                else:
+                    skipped.append(at)
+            inputs = otel_json(attributes.get("gen_ai.input.messages", "[]"))
+            roles = [message["role"] for message in inputs]
+            start = len(roles) - roles[::-1].index("assistant") if "assistant" in roles else 0
+            for i in range(start, len(inputs)):
+                at = f'{path}.attributes["gen_ai.input.messages"][{i}]'
+                if inputs[i]["role"] == "tool":
+                    for j, part in enumerate(inputs[i]["parts"]):
+                        index = calls.get(part["id"])
+                        if index is not None and rows[index][7] == "no_result" or (
+                                index is not None and rows[index][7] == "bad_args" and rows[index][8] is None):
+                            result = parsed_result(part["response"])
+                            answer(index, f"{at}.parts[{j}]", result, is_error(result))
+                        else:
+                            skipped.append(f"{at}.parts[{j}]")
+                else:
+                    text = "\n".join(p["content"] for p in inputs[i]["parts"] if p["type"] == "text")
+                    (rows.append(text_row(inputs[i]["role"], at, text)) if text else skipped.append(at))
+            for m, message in enumerate(otel_json(attributes.get("gen_ai.output.messages", "[]"))):
+                at = f'{path}.attributes["gen_ai.output.messages"][{m}]'
+                text = "\n".join(p["content"] for p in message["parts"] if p["type"] == "text")
+                first_text = next((j for j, p in enumerate(message["parts"]) if p["type"] == "text"), None)
+                for j, part in enumerate(message["parts"]):
+                    if j == first_text and text:
+                        rows.append(text_row("assistant_text", at, text))
+                    if part["type"] == "reasoning":
+                        rows.append(text_row("reasoning", f"{at}.parts[{j}]", part["content"]))
+                    elif part["type"] == "tool_call":
+                        rows.append(call_row(f"{at}.parts[{j}]", part["name"], part["arguments"], None, None))
+                        calls[part["id"]] = len(rows) - 1
+                if not text and all(p["type"] == "text" for p in message["parts"]):
+                    skipped.append(at)
+        else:
+            skipped.append(path)
+    return with_final_answer(rows), skipped

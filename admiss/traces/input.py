@@ -3,8 +3,11 @@
 A bundle is an object with any of the fields only bundles have (``evidence``,
 ``candidates``, ``output``, ``samples``), or with nothing but fields bundles and traces
 share (``rubric``, ``prompt``, ``model``, ``meta``; so ``{}`` is an empty bundle). Any
-other array or object is a trace, and the readers say which format it is, or why it is
-none. A format named with ``--trace`` (``trace_format``) reads the value as that format.
+other object is a trace, and the readers say which format it is, or why it is none. An
+array is a trace when it starts with a message or an item (an object with a ``role`` or a
+``type``); any other array (say, evidence items left unwrapped) is a bundle, and bundle
+validation says that a bundle must be an object. A format named with ``--trace``
+(``trace_format``) reads the value as that format.
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ def is_trace(value: Any) -> bool:
     """Whether ``value`` is read as a trace (no format named)."""
     if type(value) is dict:
         return _BUNDLE_FIELDS.isdisjoint(value) and not _SHARED_FIELDS.issuperset(value)
-    return isinstance(value, (list, Trace))
+    if type(value) is list:
+        return bool(value) and type(value[0]) is dict and ("role" in value[0] or "type" in value[0])
+    return isinstance(value, Trace)
 
 
 def as_trace(value: Any, name: str, trace_format: str | None = None) -> Trace | None:

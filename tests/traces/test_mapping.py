@@ -238,7 +238,8 @@ def test_the_final_answer_is_the_candidate_output():
 
 @pytest.mark.parametrize("value,trace", [
     ({}, False), ({"evidence": []}, False), ({"prompt": "x", "meta": {}}, False), ({"output": "x"}, False),
-    ({"messages": []}, True), ([], True), ([{"role": "user", "content": "x"}], True), ({"events": []}, True),
+    ({"messages": []}, True), ([], False), ([{"role": "user", "content": "x"}], True), ({"events": []}, True),
+    ([{"type": "message"}], True), ([{"kind": "summary", "detail": "d", "source_label": "s"}], False), ([3], False),
     ("text", False), (3, False),
 ])
 def test_what_is_read_as_a_trace(value, trace):

@@ -70,3 +70,19 @@ def test_trace_result(name: str):
     assert [p["verdict"] for p in report["properties"]] == expected["verdicts"]
     assert report["verdict"] == expected["verdict"]
     assert report["chain"]["served"] == expected["served"]
+
+
+def test_a_refund_claimed_after_the_tool_errored_fails_in_every_format():
+    from admiss.traces.read import FORMAT_NAMES
+
+    with admiss.load(RUBRICS / "booking_cancellation.rubric") as rubric:
+        reports = [rubric.check(json.loads(path.read_text(encoding="utf-8"))).to_dict()
+                   for path in sorted((TRACES / "booking_cancellation").glob("refund_claimed_after_error*.json"))]
+    assert sorted(r["trace"]["format"] for r in reports) == sorted(FORMAT_NAMES)
+    for report in reports:
+        assert report["verdict"] == "fail", report["trace"]["format"]
+        cancelled, refunded = report["properties"]
+        assert cancelled["verdict"] == "yes" and len(cancelled["evidence_steps"]) == 1
+        # The failed refund call is flawed, and the agent's own claim is only a final answer.
+        assert [(e["kind"], e["reason"]) for e in refunded["excluded"]] == [
+            ("flawed_tool_call", "forbidden"), ("final_answer", "forbidden")], report["trace"]["format"]

@@ -238,6 +238,7 @@ def test_the_final_answer_is_the_candidate_output():
 
 @pytest.mark.parametrize("value,trace", [
     ({}, False), ({"evidence": []}, False), ({"prompt": "x", "meta": {}}, False), ({"output": "x"}, False),
+    ({"output": None, "model": "m"}, False), ({"output": [], "model": "m"}, True), ({"samples": [], "x": 1}, False),
     ({"messages": []}, True), ([], False), ([{"role": "user", "content": "x"}], True), ({"events": []}, True),
     ([{"type": "message"}], True), ([{"kind": "summary", "detail": "d", "source_label": "s"}], False), ([3], False),
     ("text", False), (3, False),

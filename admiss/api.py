@@ -153,8 +153,9 @@ def ir_from_json(text: str, name: str) -> ir.Rubric:
         raise IRError([Diagnostic("I001", f"invalid JSON: {exc.msg}", Span.point(exc.lineno, exc.colno),
                                   file=name)], Source(name, text)) from None
     version = data.get("ir_version") if isinstance(data, dict) else None
-    if version != ir.IR_VERSION:
-        raise IRError([Diagnostic("I001", f"not admiss IR version {ir.IR_VERSION} (ir_version: {version!r})",
+    if version not in ir.IR_VERSIONS or isinstance(version, bool):
+        raise IRError([Diagnostic("I001", f"not admiss IR version {' or '.join(map(str, ir.IR_VERSIONS))} "
+                                          f"(ir_version: {version!r})",
                                   file=name, hint="recompile the rubric with this admiss: admiss compile")])
     problems = _ir_schema_problems(data, name)
     if problems:

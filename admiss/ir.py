@@ -14,6 +14,10 @@ import attrs
 from admiss.source import NO_SPAN, Span
 
 IR_VERSION = 1
+# IR with a MAP block is version 2 (the field was added; docs/ir.md#versioning); IR without
+# one is written as version 1, byte for byte what admiss wrote before MAP existed.
+MAP_IR_VERSION = 2
+IR_VERSIONS = (IR_VERSION, MAP_IR_VERSION)
 
 # The seed's seven evidence kinds, in the seed's order.
 BUILTIN_KINDS = (
@@ -280,6 +284,7 @@ def to_dict(rubric: Rubric) -> dict:
     # Only a rubric with a MAP block has the key, so IR written before MAP existed reads
     # the same and rubrics without one compile to the same bytes as before.
     if rubric.mapping is not None:
+        out["ir_version"] = MAP_IR_VERSION
         out["mapping"] = _mapping_out(rubric.mapping)
         out["span"] = out.pop("span")
     return out

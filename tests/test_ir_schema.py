@@ -338,3 +338,15 @@ def test_equality_ignores_spans_but_the_bytes_keep_them():
     other = admiss.compile_source("\n\nPROPERTY   p {\n  ADMIT\n    summary\n}\n", "r.rubric")
     assert one.ir == other.ir
     assert one.to_ir_json() != other.to_ir_json()
+
+
+def test_a_map_block_makes_ir_version_2_and_loads_back(tmp_path):
+    data = compiled("mapping.rubric")
+    assert data["ir_version"] == 2 and errors(data) == []
+    assert all(compiled(name)["ir_version"] == 1 for name in SOURCES if name != "mapping.rubric")
+    path = tmp_path / "mapping.json"
+    path.write_text(json.dumps(data))
+    assert admiss.load(path).ir == admiss.compile_source(SOURCES["mapping.rubric"], "mapping.rubric").ir
+    without_mapping = {key: value for key, value in data.items() if key != "mapping"}
+    assert errors(without_mapping) != []  # version 2 says a MAP block is there
+    assert errors({**without_mapping, "ir_version": 1}) == []

@@ -37,10 +37,13 @@ ABSTAIN_POLICIES = ("fail_open", "fail_closed")
 VERDICTS = ("yes", "no")
 
 # MAP rules: the step each selector keyword picks (the step types of admiss.traces.steps),
-# the outcome names OUTCOME takes (``failed`` is any of the last three), and the roots a
+# the names OUTCOME takes with the tool-call outcomes each stands for, and the roots a
 # WHERE, LABEL or DETAIL path may start from.
 MAP_STEPS = {"FINAL": "final_answer", "TEXT": "assistant_text", "REASONING": "reasoning", "TOOL": "tool_call"}
-MAP_OUTCOMES = ("ok", "failed", "error", "no_result", "bad_args")
+MAP_OUTCOME_SETS = {"ok": frozenset({"ok"}), "failed": frozenset({"error", "no_result", "bad_args"}),
+                    "error": frozenset({"error"}), "no_result": frozenset({"no_result"}),
+                    "bad_args": frozenset({"bad_args"})}
+MAP_OUTCOMES = tuple(MAP_OUTCOME_SETS)
 MAP_PATH_ROOTS = ("args", "result")
 
 # How each Gate option field is written in the source, for messages.

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from admiss import ir
 from admiss.traces.steps import (
@@ -36,9 +36,6 @@ _DEFAULT_LABELS = {FINAL_ANSWER: "final answer", ASSISTANT_TEXT: "assistant mess
 _NEVER_OFFERED = {USER: "a user message offers no evidence", SYSTEM: "a system message offers no evidence"}
 # A default detail quotes at most this many characters of a step's text or arguments.
 DETAIL_CHARS = 200
-_OUTCOME_SETS = {"ok": frozenset({OK}), "failed": frozenset({"error", "no_result", "bad_args"}),
-                 "error": frozenset({"error"}), "no_result": frozenset({"no_result"}),
-                 "bad_args": frozenset({"bad_args"})}
 _KEYWORD_OF_STEP = {step: keyword for keyword, step in ir.MAP_STEPS.items()}
 _MISSING = object()
 # One encoder for every detail (json.dumps builds one per call when given options).
@@ -88,12 +85,17 @@ def rule_text(rule: ir.MapRule) -> str:
     return " ".join(parts)
 
 
+def name_pattern(pattern: str) -> re.Pattern:
+    """The regular expression of a TOOL pattern: ``*`` matches any run of characters."""
+    return re.compile(".*".join(re.escape(part) for part in pattern.split("*")), re.DOTALL)
+
+
 def _tool_test(pattern: str | None) -> Test | None:
     if pattern is None or pattern == "*":
         return None
     if "*" not in pattern:
         return lambda step: step.tool_name == pattern
-    regex = re.compile(".*".join(re.escape(part) for part in pattern.split("*")), re.DOTALL)
+    regex = name_pattern(pattern)
     return lambda step: step.tool_name is not None and regex.fullmatch(step.tool_name) is not None
 
 
@@ -141,7 +143,7 @@ def _rule_test(rule: ir.MapRule) -> Test:
     """What a rule asks of a step beyond its type and tool name (those pick the rules to try)."""
     tests = []
     if rule.outcomes:
-        outcomes = frozenset().union(*(_OUTCOME_SETS[r.value] for r in rule.outcomes))
+        outcomes = frozenset().union(*(ir.MAP_OUTCOME_SETS[r.value] for r in rule.outcomes))
         tests.append(lambda step: step.outcome in outcomes)
     tests += [_condition_test(c) for c in rule.where]
     if len(tests) <= 1:
@@ -273,19 +275,24 @@ class CompiledMapping:
                 return Decision(step, item, why)
         return Decision(step, None, self.unmatched)
 
-    def decisions(self, trace: Trace) -> Iterator[Decision]:
-        return map(self.decide, trace.steps)
+    def split(self, trace: Trace, explain: bool = False) -> tuple[list[dict], list[dict]]:
+        """The trace's evidence items (with ``explain``, each with ``why``: the rule that made
+        it) and the not-offered entries: steps no rule made evidence, then skipped elements."""
+        evidence, not_offered = [], []
+        for decision in map(self.decide, trace.steps):
+            if decision.item is None:
+                not_offered.append(decision.not_offered())
+            elif explain:
+                evidence.append({**decision.item, "why": dict(decision.why)})
+            else:
+                evidence.append(decision.item)
+        return evidence, not_offered + skipped(trace)
 
     def bundle(self, trace: Trace) -> tuple[dict, list[dict]]:
         """The bundle the trace makes (evidence, and output and model for CHAINs) and the
         steps not offered."""
-        evidence, not_offered = [], []
-        for decision in self.decisions(trace):
-            if decision.item is not None:
-                evidence.append(decision.item)
-            else:
-                not_offered.append(decision.not_offered())
-        return bundle_of(trace, evidence), not_offered + skipped(trace)
+        evidence, not_offered = self.split(trace)
+        return bundle_of(trace, evidence), not_offered
 
 
 def skipped(trace: Trace) -> list[dict]:
@@ -306,13 +313,7 @@ def bundle_of(trace: Trace, evidence: list[dict]) -> dict:
 def explained_bundle(mapping: CompiledMapping, trace: Trace) -> dict:
     """What ``admiss import`` prints: the bundle, each evidence item with the rule that made
     it, and the steps not offered with the reason."""
-    evidence, not_offered = [], []
-    for decision in mapping.decisions(trace):
-        if decision.item is not None:
-            evidence.append({**decision.item, "why": decision.why})
-        else:
-            not_offered.append(decision.not_offered())
-    not_offered += skipped(trace)
+    evidence, not_offered = mapping.split(trace, explain=True)
     bundle = bundle_of(trace, evidence)
     bundle["trace"] = {"format": trace.format, "steps": len(trace.steps), "not_offered": not_offered}
     return bundle

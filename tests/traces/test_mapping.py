@@ -245,3 +245,11 @@ def test_the_final_answer_is_the_candidate_output():
 ])
 def test_what_is_read_as_a_trace(value, trace):
     assert is_trace(value) is trace
+
+
+def test_outcome_names_cover_exactly_the_outcomes_a_step_can_have():
+    from admiss import ir
+
+    assert frozenset().union(*ir.MAP_OUTCOME_SETS.values()) == set(OUTCOMES)
+    assert ir.MAP_OUTCOME_SETS["failed"] == set(OUTCOMES) - {OK}
+    assert set(ir.MAP_STEPS.values()) == set(STEP_TYPES) - {USER, SYSTEM}

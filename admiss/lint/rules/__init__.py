@@ -44,9 +44,9 @@ def judge_questions(rubric: ir.Rubric) -> Iterator[tuple[ir.Gate, str]]:
             yield gate, gate.rubric
 
 
-# Outcomes a tool call can end with other than success, as MAP's OUTCOME names them.
-FAILED_OUTCOMES = frozenset({"error", "no_result", "bad_args"})
-_ALL_OUTCOMES = FAILED_OUTCOMES | {"ok"}
+# Outcomes a tool call can end with other than success, and all of them.
+FAILED_OUTCOMES = ir.MAP_OUTCOME_SETS["failed"]
+_ALL_OUTCOMES = FAILED_OUTCOMES | ir.MAP_OUTCOME_SETS["ok"]
 
 
 def map_rules(rubric: ir.Rubric) -> Iterator[ir.MapRule]:
@@ -58,8 +58,7 @@ def outcomes_of(rule: ir.MapRule) -> frozenset[str]:
     """The tool-call outcomes a rule takes (every outcome without OUTCOME)."""
     if not rule.outcomes:
         return _ALL_OUTCOMES
-    names = {ref.value for ref in rule.outcomes}
-    return frozenset(names - {"failed"}) | (FAILED_OUTCOMES if "failed" in names else frozenset())
+    return frozenset().union(*(ir.MAP_OUTCOME_SETS.get(ref.value, ()) for ref in rule.outcomes))
 
 
 def always_applies(rule: ir.MapRule) -> bool:

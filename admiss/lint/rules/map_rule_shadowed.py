@@ -41,11 +41,11 @@ MAP {
 
 from __future__ import annotations
 
-import re
 from typing import Iterator
 
 from admiss import ir
 from admiss.lint.rules import Finding, always_applies, map_rules, outcomes_of
+from admiss.traces.mapping import name_pattern
 
 
 def _covers(wide: ir.Ref | None, narrow: ir.Ref | None) -> bool:
@@ -58,7 +58,7 @@ def _covers(wide: ir.Ref | None, narrow: ir.Ref | None) -> bool:
         return True
     if "*" in narrow.value:
         return False
-    return re.fullmatch(".*".join(map(re.escape, wide.value.split("*"))), narrow.value, re.DOTALL) is not None
+    return name_pattern(wide.value).fullmatch(narrow.value) is not None
 
 
 def _shadows(earlier: ir.MapRule, later: ir.MapRule) -> bool:

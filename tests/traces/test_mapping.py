@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -253,3 +254,24 @@ def test_outcome_names_cover_exactly_the_outcomes_a_step_can_have():
     assert frozenset().union(*ir.MAP_OUTCOME_SETS.values()) == set(OUTCOMES)
     assert ir.MAP_OUTCOME_SETS["failed"] == set(OUTCOMES) - {OK}
     assert set(ir.MAP_STEPS.values()) == set(STEP_TYPES) - {USER, SYSTEM}
+
+
+def test_check_many_takes_traces_as_objects_dicts_and_json_text_in_a_pool():
+    shipped = Path(__file__).resolve().parents[2] / "rubrics"
+    r = admiss.load(shipped / "booking_cancellation.rubric")
+    texts = [p.read_text(encoding="utf-8") for p in sorted((shipped / "traces" / "booking_cancellation").glob("*.json"))]
+    inputs = texts + [json.loads(t) for t in texts] + [admiss.read_trace(json.loads(texts[0]))]
+    alone = [result(r.check(json.loads(t))) for t in texts]
+    for jobs in (1, 2):
+        reports = [result(report) for report in admiss.check_many(r, inputs, jobs=jobs, chunk_size=2)]
+        assert reports == alone + alone + alone[:1]
+
+
+def result(report) -> dict:
+    """A report's data without what differs between runs (its name, gate durations)."""
+    data = report.to_dict()
+    data.pop("bundle")
+    for rung in data["chain"]["rungs"]:
+        for gate in rung["gates"]:
+            gate.pop("duration_ms")
+    return data

@@ -98,3 +98,39 @@ def test_raw_bytes_give_a_trace_or_an_admiss_error(raw):
         assert error.diagnostics and all(d.file == "fuzz.json" for d in error.diagnostics)
     else:
         assert isinstance(result, Trace)
+
+
+def test_errors_in_a_file_point_at_line_and_column(tmp_path):
+    trace = tmp_path / "chat.json"
+    trace.write_text('{"messages": [\n  {"role": "user", "content": "hi"},\n'
+                     '  {"role": "tool", "tool_call_id": "call_9", "content": "ok"}\n]}\n')
+    with pytest.raises(TraceError) as caught:
+        admiss.read_trace(trace)
+    assert str(caught.value) == (
+        f"{trace}:3:36: B022 messages[1].tool_call_id: a tool result for no tool call before it (id 'call_9')\n"
+        '    {"role": "tool", "tool_call_id": "call_9", "content": "ok"}\n'
+        "  " + " " * 35 + "^\n"
+        "  hint: a result must come after the tool call it answers, naming the call's id")
+
+
+def test_a_missing_field_points_at_its_holder_and_b020_stays_unlocated(tmp_path):
+    trace = tmp_path / "chat.json"
+    trace.write_text('[\n {"role": "user", "content": "hi"},\n {"content": "no role"}\n]')
+    with pytest.raises(TraceError) as caught:
+        admiss.read_trace(trace, format="openai_chat")
+    assert caught.value.diagnostics[0].location() == f"{trace}:3:2"
+    trace.write_text('{"turns": []}')
+    with pytest.raises(TraceError) as caught:
+        admiss.read_trace(trace)
+    assert {d.location() for d in caught.value.diagnostics} == {str(trace)}
+
+
+@pytest.mark.parametrize("path, expected", [
+    ("messages[1].content[1].a", "2"), ("messages[1].role", '"tool"'), ("messages[9]", "["), ("$", "{"),
+    ("messages[0].missing", "{"), ('messages[1].attributes["x.y"][0]', "{"),
+])
+def test_json_offset_finds_the_deepest_element_on_the_path(path, expected):
+    from admiss.traces.build import json_offset
+
+    text = '{"messages": [\n {"role": "user", "content": "hi"},\n {"role": "tool", "content": [1, {"a": 2}]}\n]}'
+    assert text[json_offset(text, path):].startswith(expected)

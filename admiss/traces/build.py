@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 
 import attrs
 
-from admiss.bundle import _TYPE_WORDS, _type_word as type_word
+from admiss.bundle import _TYPE_WORDS, _fast_loads, _type_word as type_word
 from admiss.errors import Diagnostic, TraceError
 from admiss.source import Source, Span
 from admiss.traces.steps import (
@@ -46,9 +46,15 @@ def typed(value: Any, kind: type, name: str, path: str) -> Any:
 
 def field(holder: dict, key: str, kind: type, name: str, path: str) -> Any:
     """``holder[key]`` when it is there and a ``kind``, else B021 naming ``path.key``."""
-    if key not in holder:
+    value = holder.get(key, _MISSING)
+    if type(value) is kind:
+        return value
+    if value is _MISSING:
         fail(name, f"{path}.{key}", "missing")
-    return typed(holder[key], kind, name, f"{path}.{key}")
+    return typed(value, kind, name, f"{path}.{key}")
+
+
+_MISSING = object()
 
 
 def parse_arguments(value: Any) -> tuple[Any, bool]:
@@ -57,7 +63,7 @@ def parse_arguments(value: Any) -> tuple[Any, bool]:
     if not isinstance(value, str):
         return value, True
     try:
-        return json.loads(value), True
+        return _loads(value), True
     except (ValueError, RecursionError):  # not JSON, a huge number, or nested too deeply
         return value, False
 
@@ -67,13 +73,26 @@ def result_value(text: str) -> Any:
 
     Scalars stay text: a result reading ``null`` or ``true`` is still a result.
     """
-    start = text.lstrip()[:1]
+    start = text[:1]
+    if start != "{" and start != "[" and start.isspace():
+        start = text.lstrip()[:1]
     if start == "{" or start == "[":
         try:
-            return json.loads(text)
+            return _loads(text)
         except (ValueError, RecursionError):
             pass
     return text
+
+
+def _loads(text: str) -> Any:
+    """The JSON value of ``text``; orjson (when installed) reads tool arguments and results
+    several times faster, and what it refuses (NaN, huge integers) the json module decides."""
+    if _fast_loads is not None:
+        try:
+            return _fast_loads(text)
+        except ValueError:
+            pass
+    return json.loads(text)
 
 
 def error_in(result: Any) -> str | None:

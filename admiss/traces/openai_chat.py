@@ -72,7 +72,9 @@ def read(value: Any, name: str) -> Trace:
         where = f"{base}[{i}]"
         if type(message) is not dict:
             typed(message, dict, name, where)
-        role = field(message, "role", str, name, where)
+        role = message.get("role")
+        if type(role) is not str:
+            field(message, "role", str, name, where)
         if role == "assistant":
             _assistant(steps, message, i, where, name)
         elif role == "tool":
@@ -106,7 +108,8 @@ def _assistant(steps: Steps, message: dict, i: int, where: str, name: str) -> No
         return
     for j, call in enumerate(typed(calls, list, name, f"{where}.tool_calls")):
         at = f"{where}.tool_calls[{j}]"
-        typed(call, dict, name, at)
+        if type(call) is not dict:
+            typed(call, dict, name, at)
         call_id = field(call, "id", str, name, at)
         function = field(call, "function", dict, name, at)
         tool = field(function, "name", str, name, f"{at}.function")

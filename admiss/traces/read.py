@@ -10,6 +10,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
+from admiss.collector import collector_paused
 from admiss.errors import Diagnostic, TraceError, did_you_mean
 from admiss.traces import adk, anthropic, openai_chat, openai_responses, otel_genai
 from admiss.traces.steps import Trace
@@ -29,7 +30,10 @@ def read_trace(value: Any, name: str = "<input>", format: str | None = None) -> 
     """
     module = format_module(format, name) if format is not None else detect(value, name)
     try:
-        return module.read(value, name)
+        # Every object a reader makes stays alive until the Trace is built: the collector
+        # could free nothing, and would walk them all again and again.
+        with collector_paused():
+            return module.read(value, name)
     except RecursionError:  # a value built in Python can nest deeper than the stack
         raise TraceError([Diagnostic(TOO_DEEP, "the trace is nested too deeply to read", file=name)]) from None
 

@@ -59,7 +59,7 @@ def mismatch(value: Any) -> tuple[str, str] | None:
         content = message.get("content")
         if isinstance(content, list):
             for j, part in enumerate(content):
-                if isinstance(part, dict) and part.get("type") in ANTHROPIC_BLOCKS:
+                if isinstance(part, dict) and type(part.get("type")) is str and part["type"] in ANTHROPIC_BLOCKS:
                     return f"{where}.content[{j}].type", f"{part['type']} blocks are Anthropic's"
     return None
 

@@ -4,6 +4,7 @@ format named by the caller, and raw bytes that never crash the reader."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -28,6 +29,14 @@ def test_no_format_names_every_format_and_where_it_broke():
                         "  hint: name the format to see all of its errors (--trace FORMAT)")
     assert [line.split(":")[1].split()[-1] for line in shown[1:]] == list(FORMAT_NAMES)
     assert "t.json: B020 not openai_chat: $: no \"messages\" array" in shown
+
+
+def test_unhashable_values_where_names_are_expected_are_not_a_crash():
+    shown = diagnostics([{"role": "user", "content": [{"type": ["text"], "text": "x"}]}])
+    assert shown[0].startswith("t.json: B020") or shown[0].startswith("t.json: B021")
+    spans = {"resourceSpans": [{"scopeSpans": [{"spans": [{"attributes": [
+        {"key": "gen_ai.operation.name", "value": {"arrayValue": {"values": []}}}]}]}]}]}
+    assert [s.reason for s in read_trace(spans, "t.json").skipped] == ["span with no GenAI operation"]
 
 
 def test_unknown_format_name_suggests_the_close_one():
@@ -134,3 +143,45 @@ def test_json_offset_finds_the_deepest_element_on_the_path(path, expected):
 
     text = '{"messages": [\n {"role": "user", "content": "hi"},\n {"role": "tool", "content": [1, {"a": 2}]}\n]}'
     assert text[json_offset(text, path):].startswith(expected)
+
+
+FIXTURES = sorted((Path(__file__).parent / "fixtures").glob("*.json"))
+JUNK = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=6)),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+                    max_leaves=6)
+
+
+def _subtrees(value, path=()):
+    yield path
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _subtrees(item, path + (key,))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _subtrees(item, path + (i,))
+
+
+def _replaced(value, path, new):
+    if not path:
+        return new
+    copy = dict(value) if isinstance(value, dict) else list(value)
+    copy[path[0]] = _replaced(value[path[0]], path[1:], new)
+    return copy
+
+
+@pytest.mark.parametrize("fixture", FIXTURES, ids=lambda p: p.stem)
+def test_fixtures_with_a_part_replaced_give_a_trace_or_a_located_error(fixture):
+    original = json.loads(fixture.read_text(encoding="utf-8"))
+    paths = list(_subtrees(original))
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.sampled_from(paths), JUNK, st.sampled_from([None, *FORMAT_NAMES]))
+    def replaced(path, junk, fmt):
+        try:
+            result = read_trace(_replaced(original, path, junk), "t.json", fmt)
+        except TraceError as error:
+            assert error.diagnostics and all(d.file == "t.json" and d.code.startswith("B0") for d in error.diagnostics)
+        else:
+            assert isinstance(result, Trace)
+
+    replaced()

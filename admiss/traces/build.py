@@ -156,6 +156,7 @@ class Steps:
         self.calls: dict[str, _Call] = {}
 
     def add(self, step: Step) -> None:
+        """A step that is not a tool call."""
         self.items.append(step)
 
     def position(self) -> int:
@@ -167,6 +168,7 @@ class Steps:
         self.items.insert(position, step)
 
     def skip(self, ref: StepRef, reason: str) -> None:
+        """An element of the source that gives no step, and why."""
         self.skipped.append(Skipped(ref, reason))
 
     def call(self, ref: StepRef, tool_name: str, args: Any, args_parsed: bool, call_id: str | None,
@@ -182,6 +184,7 @@ class Steps:
         return call
 
     def has_call(self, call_id: str) -> bool:
+        """Whether a call with id ``call_id`` was made (answered or not)."""
         return call_id in self.calls
 
     def is_open(self, call_id: str) -> bool:
@@ -200,7 +203,7 @@ class Steps:
                  DANGLING, hint="a result must come after the tool call it answers, naming the call's id")
         if call.answered:
             fail(self.name, id_path, f"tool call '{call_id or tool_name}' is answered twice", TWICE,
-                 hint=f"its first result is at {call.result_ref.path}")
+                 hint=f"its first result is at {(call.result_ref or call.ref).path}")
         self.resolve(call, result, error, ref)
 
     @staticmethod

@@ -67,9 +67,9 @@ def _reading(read: Callable[[Any, str], Trace], value: Any, name: str) -> Trace:
 
 def format_module(format: str, name: str) -> ModuleType:
     """The reader module of the format called ``format``, or TraceError B024."""
-    module = FORMATS.get(format)
+    module = FORMATS.get(format) if isinstance(format, str) else None
     if module is None:
-        hint = did_you_mean(format, FORMATS) or "formats: " + ", ".join(FORMAT_NAMES)
+        hint = isinstance(format, str) and did_you_mean(format, FORMATS) or "formats: " + ", ".join(FORMAT_NAMES)
         raise TraceError([Diagnostic(UNKNOWN_FORMAT, f"no trace format '{format}'", hint=hint, file=name)])
     return module
 

@@ -44,6 +44,22 @@ def test_unknown_format_name_suggests_the_close_one():
                                               "  hint: did you mean 'openai_chat'?"]
 
 
+def test_a_format_that_is_not_a_name():
+    assert diagnostics([], ["openai_chat"]) == ["t.json: B024 no trace format '['openai_chat']'\n"
+                                                "  hint: formats: " + ", ".join(FORMAT_NAMES)]
+
+
+def test_a_line_of_a_batch_is_located_in_its_file():
+    from admiss.traces.build import located
+
+    line = '[{"role": "tool", "tool_call_id": "c1", "content": "ok"}]'
+    with pytest.raises(TraceError) as caught:
+        read_trace(json.loads(line), "batch.jsonl:5")
+    error = located(caught.value, line, line_offset=4)
+    assert error.diagnostics[0].location() == "batch.jsonl:5:5:35"
+    assert error.render().split("\n")[1:3] == ["  " + line, "  " + " " * 34 + "^"]
+
+
 def test_a_named_format_reports_its_own_errors():
     assert diagnostics({"turns": []}, "openai_chat")[0].startswith("t.json: B021 $: no messages")
 

@@ -210,7 +210,13 @@ def read_trace(obj_or_path: Any, format: str | None = None, name: str | None = N
 
     if isinstance(obj_or_path, (str, Path)):
         from admiss.bundle import parse_bundle_text
+        from admiss.errors import TraceError
+        from admiss.traces.build import located
 
         path = str(obj_or_path)
-        return read_value(parse_bundle_text(read_text(path), path), name or path, format)
+        text = read_text(path)
+        try:
+            return read_value(parse_bundle_text(text, path), name or path, format)
+        except TraceError as error:  # the file's text is here: say at which line and column
+            raise located(error, text) from None
     return read_value(obj_or_path, name or "<input>", format)

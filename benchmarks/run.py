@@ -13,7 +13,9 @@ from pathlib import Path
 # other as the ``benchmarks`` package.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks import bench_batch, bench_compile, bench_inprocess, bench_peers, bench_rung, bench_startup, bench_traces  # noqa: E402
+from benchmarks import (  # noqa: E402
+    bench_batch, bench_compile, bench_inprocess, bench_peers, bench_rung, bench_startup, bench_trace_read, bench_traces,
+)
 from benchmarks.settings import settings_for  # noqa: E402
 
 SECTIONS = {
@@ -23,6 +25,7 @@ SECTIONS = {
     "startup": bench_startup.run,
     "compile": bench_compile.run,
     "rung": bench_rung.run,
+    "trace_read": bench_trace_read.run,
     "traces": bench_traces.run,
 }
 

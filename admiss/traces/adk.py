@@ -65,12 +65,28 @@ def read(value: Any, name: str) -> Trace:
         cases = typed(value[cases_key], list, name, cases_key)
         if len(cases) != 1:
             fail(name, cases_key, f"an eval set of {len(cases)} eval cases: a trace is one run", MANY_CASES,
-                 hint=f"read one case at a time ({cases_key}[0], ...), or write them one per line in a .jsonl file")
-        _case(steps, typed(cases[0], dict, name, f"{cases_key}[0]"), f"{cases_key}[0].", name)
+                 hint="read each case as a trace of its own (admiss.traces.read.read_traces)")
+        return read_case(cases[0], name, f"{cases_key}[0]")
     elif "conversation" in value:
         _case(steps, value, "", name)
     else:
         fail(name, "$", "no \"events\", \"conversation\" or \"eval_cases\": not an ADK session, eval case or eval set")
+    return steps.trace()
+
+
+def eval_cases(value: Any) -> list[tuple[str, Any]] | None:
+    """The eval cases of an eval set, each with its JSON path; None when ``value`` is no eval set."""
+    if not isinstance(value, dict) or "events" in value:
+        return None
+    key = _key(value, "eval_cases")
+    cases = value.get(key)
+    return [(f"{key}[{i}]", case) for i, case in enumerate(cases)] if isinstance(cases, list) else None
+
+
+def read_case(case: Any, name: str, path: str) -> Trace:
+    """The Trace of the eval case at JSON ``path`` of an eval set."""
+    steps = Steps(NAME, name)
+    _case(steps, typed(case, dict, name, path), f"{path}.", name)
     return steps.trace()
 
 

@@ -9,10 +9,14 @@ then builds the Trace, marking the last assistant text the final answer.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, NoReturn
 
-from admiss.bundle import _TYPE_WORDS, _type_word as type_word
+import attrs
+
+from admiss.bundle import _TYPE_WORDS, _fast_loads, _type_word as type_word
 from admiss.errors import Diagnostic, TraceError
+from admiss.source import Source, Span
 from admiss.traces.steps import (
     ASSISTANT_TEXT, BAD_ARGS, ERROR, FINAL_ANSWER, NO_RESULT, OK, TOOL_CALL, Skipped, Step, StepRef, Trace,
 )
@@ -21,6 +25,8 @@ from admiss.traces.steps import (
 # B022: a tool result that answers no tool call before it.
 # B023: two tool calls with one id, or one call answered twice.
 SHAPE, DANGLING, TWICE = "B021", "B022", "B023"
+# The codes whose message starts with the JSON path of what broke.
+_LOCATED = frozenset((SHAPE, DANGLING, TWICE, "B026"))
 
 # Tool errors and results are quoted in reports; a whole page of traceback is not needed.
 _ERROR_CHARS = 200
@@ -40,9 +46,15 @@ def typed(value: Any, kind: type, name: str, path: str) -> Any:
 
 def field(holder: dict, key: str, kind: type, name: str, path: str) -> Any:
     """``holder[key]`` when it is there and a ``kind``, else B021 naming ``path.key``."""
-    if key not in holder:
+    value = holder.get(key, _MISSING)
+    if type(value) is kind:
+        return value
+    if value is _MISSING:
         fail(name, f"{path}.{key}", "missing")
-    return typed(holder[key], kind, name, f"{path}.{key}")
+    return typed(value, kind, name, f"{path}.{key}")
+
+
+_MISSING = object()
 
 
 def parse_arguments(value: Any) -> tuple[Any, bool]:
@@ -51,7 +63,7 @@ def parse_arguments(value: Any) -> tuple[Any, bool]:
     if not isinstance(value, str):
         return value, True
     try:
-        return json.loads(value), True
+        return _loads(value), True
     except (ValueError, RecursionError):  # not JSON, a huge number, or nested too deeply
         return value, False
 
@@ -61,13 +73,26 @@ def result_value(text: str) -> Any:
 
     Scalars stay text: a result reading ``null`` or ``true`` is still a result.
     """
-    start = text.lstrip()[:1]
+    start = text[:1]
+    if start != "{" and start != "[" and start.isspace():
+        start = text.lstrip()[:1]
     if start == "{" or start == "[":
         try:
-            return json.loads(text)
+            return _loads(text)
         except (ValueError, RecursionError):
             pass
     return text
+
+
+def _loads(text: str) -> Any:
+    """The JSON value of ``text``; orjson (when installed) reads tool arguments and results
+    several times faster, and what it refuses (NaN, huge integers) the json module decides."""
+    if _fast_loads is not None:
+        try:
+            return _fast_loads(text)
+        except ValueError:
+            pass
+    return json.loads(text)
 
 
 def error_in(result: Any) -> str | None:
@@ -131,6 +156,7 @@ class Steps:
         self.calls: dict[str, _Call] = {}
 
     def add(self, step: Step) -> None:
+        """A step that is not a tool call."""
         self.items.append(step)
 
     def position(self) -> int:
@@ -142,6 +168,7 @@ class Steps:
         self.items.insert(position, step)
 
     def skip(self, ref: StepRef, reason: str) -> None:
+        """An element of the source that gives no step, and why."""
         self.skipped.append(Skipped(ref, reason))
 
     def call(self, ref: StepRef, tool_name: str, args: Any, args_parsed: bool, call_id: str | None,
@@ -157,6 +184,7 @@ class Steps:
         return call
 
     def has_call(self, call_id: str) -> bool:
+        """Whether a call with id ``call_id`` was made (answered or not)."""
         return call_id in self.calls
 
     def is_open(self, call_id: str) -> bool:
@@ -175,7 +203,7 @@ class Steps:
                  DANGLING, hint="a result must come after the tool call it answers, naming the call's id")
         if call.answered:
             fail(self.name, id_path, f"tool call '{call_id or tool_name}' is answered twice", TWICE,
-                 hint=f"its first result is at {call.result_ref.path}")
+                 hint=f"its first result is at {(call.result_ref or call.ref).path}")
         self.resolve(call, result, error, ref)
 
     @staticmethod
@@ -197,3 +225,82 @@ class Steps:
                 steps[i] = Step(FINAL_ANSWER, last.ref, text=last.text)
                 break
         return Trace(self.format, tuple(steps), model if isinstance(model, str) else None, tuple(self.skipped))
+
+
+# ---------------------------------------------------------------- locating errors in the raw text
+
+_SEGMENT = re.compile(r'\.?([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]|\["[^"]*"\]')
+_DECODER = json.JSONDecoder()
+_BLANKS = " \t\r\n"
+
+
+def located(error: TraceError, text: str, line_offset: int = 0) -> TraceError:
+    """``error`` with each reader diagnostic (``path: message``, as ``fail`` words them)
+    given the line and column where its JSON path stands in ``text``, the trace's raw JSON
+    (a line of a file when ``line_offset``); the source is kept to quote the line."""
+    diagnostics = []
+    for diagnostic in error.diagnostics:
+        path = diagnostic.message.split(": ", 1)[0]
+        offset = json_offset(text, path) if diagnostic.code in _LOCATED else None
+        if offset is not None:
+            line = text.count("\n", 0, offset) + 1
+            column = offset - (text.rfind("\n", 0, offset) + 1) + 1
+            diagnostic = attrs.evolve(diagnostic, span=Span.point(line + line_offset, column))
+        diagnostics.append(diagnostic)
+    return TraceError(diagnostics, Source(diagnostic.file or "<input>", "\n" * line_offset + text))
+
+
+def json_offset(text: str, path: str) -> int | None:
+    """Where, in JSON ``text``, the deepest element on ``path`` (``messages[3].role``) that
+    the text has starts; None when the text is not the JSON the path walks."""
+    position = _skip_blanks(text, 0)
+    for match in _SEGMENT.finditer(path):
+        key, index = match.group(1), match.group(2)
+        if key is None and index is None:
+            break  # a key inside an attribute's JSON text: the attribute is as deep as the text goes
+        try:
+            found = _member(text, position, key) if key is not None else _item(text, position, int(index))
+        except (ValueError, IndexError, RecursionError):
+            found = None
+        if found is None:
+            break
+        position = found
+    return position if text.strip() else None
+
+
+def _skip_blanks(text: str, position: int) -> int:
+    while position < len(text) and text[position] in _BLANKS:
+        position += 1
+    return position
+
+
+def _member(text: str, position: int, key: str) -> int | None:
+    """Where the value of ``key`` starts in the object at ``position``."""
+    if text[position] != "{":
+        return None
+    position = _skip_blanks(text, position + 1)
+    while text[position] == '"':
+        name, position = json.decoder.scanstring(text, position + 1)
+        position = _skip_blanks(text, _skip_blanks(text, position) + 1)  # past the colon
+        if name == key:
+            return position
+        position = _skip_blanks(text, _DECODER.raw_decode(text, position)[1])
+        if text[position] != ",":
+            return None
+        position = _skip_blanks(text, position + 1)
+    return None
+
+
+def _item(text: str, position: int, index: int) -> int | None:
+    """Where item ``index`` starts in the array at ``position``."""
+    if text[position] != "[":
+        return None
+    position = _skip_blanks(text, position + 1)
+    for _ in range(index):
+        if text[position] == "]":
+            return None
+        position = _skip_blanks(text, _DECODER.raw_decode(text, position)[1])
+        if text[position] != ",":
+            return None
+        position = _skip_blanks(text, position + 1)
+    return None if text[position] == "]" else position

@@ -59,7 +59,7 @@ def mismatch(value: Any) -> tuple[str, str] | None:
         content = message.get("content")
         if isinstance(content, list):
             for j, part in enumerate(content):
-                if isinstance(part, dict) and part.get("type") in ANTHROPIC_BLOCKS:
+                if isinstance(part, dict) and type(part.get("type")) is str and part["type"] in ANTHROPIC_BLOCKS:
                     return f"{where}.content[{j}].type", f"{part['type']} blocks are Anthropic's"
     return None
 
@@ -72,7 +72,9 @@ def read(value: Any, name: str) -> Trace:
         where = f"{base}[{i}]"
         if type(message) is not dict:
             typed(message, dict, name, where)
-        role = field(message, "role", str, name, where)
+        role = message.get("role")
+        if type(role) is not str:
+            field(message, "role", str, name, where)
         if role == "assistant":
             _assistant(steps, message, i, where, name)
         elif role == "tool":
@@ -106,7 +108,8 @@ def _assistant(steps: Steps, message: dict, i: int, where: str, name: str) -> No
         return
     for j, call in enumerate(typed(calls, list, name, f"{where}.tool_calls")):
         at = f"{where}.tool_calls[{j}]"
-        typed(call, dict, name, at)
+        if type(call) is not dict:
+            typed(call, dict, name, at)
         call_id = field(call, "id", str, name, at)
         function = field(call, "function", dict, name, at)
         tool = field(function, "name", str, name, f"{at}.function")

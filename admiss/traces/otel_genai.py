@@ -129,12 +129,14 @@ class _Reading:
         span_id = span.get("spanId") if type(span.get("spanId")) is str else None
         operation = attributes.get("gen_ai.operation.name")
         ref = StepRef(NAME, where, span_id=span_id)
-        if operation == "execute_tool":
+        if type(operation) is not str:
+            self.steps.skip(ref, "span with no GenAI operation")
+        elif operation == "execute_tool":
             self.tool(span, attributes, ref)
         elif operation in CHAT_OPERATIONS:
             self.chat(attributes, ref)
         else:
-            self.steps.skip(ref, f"{operation} span" if isinstance(operation, str) else "span with no GenAI operation")
+            self.steps.skip(ref, f"{operation} span")
 
     def tool(self, span: dict, attributes: dict, ref: StepRef) -> None:
         where = ref.path

@@ -108,3 +108,23 @@ def event(*parts, author="agent"):
 ])
 def test_wrong_shapes_are_located(value, message):
     assert first_error(value) == f"t.json: {message}"
+
+
+def test_an_eval_set_of_several_cases_is_read_as_one_trace_per_case():
+    from admiss.traces.read import read_traces
+
+    good = {"eval_id": "ok", "conversation": [{"user_content": {"parts": [{"text": "Cancel HX-1"}]},
+                                               "final_response": {"parts": [{"text": "Cancelled."}]}}]}
+    broken = {"eval_id": "bad", "conversation": [{"final_response": {"parts": [{"text": 3}]}}]}
+    runs = read_traces({"eval_set_id": "s", "eval_cases": [good, broken, good]}, "set.json")
+    assert [name for name, _ in runs] == ["set.json#eval_cases[0]", "set.json#eval_cases[1]", "set.json#eval_cases[2]"]
+    first, second, third = (run for _, run in runs)
+    assert [(s.type, s.ref.path) for s in first.steps] == [
+        ("user", "eval_cases[0].conversation[0].user_content"), ("final_answer", "eval_cases[0].conversation[0].final_response")]
+    assert isinstance(second, TraceError)
+    assert second.render() == ("set.json#eval_cases[1]: B021 eval_cases[1].conversation[0].final_response.parts[0].text: "
+                               "must be a string, not a number")
+    assert third.steps[0].ref.path == "eval_cases[2].conversation[0].user_content"
+    assert read_traces({"events": []}, "s.json") == [("s.json", read_trace({"events": []}, "s.json"))]
+    [(name, error)] = read_traces({"turns": []}, "x.json")
+    assert (name, error.diagnostics[0].code) == ("x.json", "B020")

@@ -91,6 +91,15 @@ def test_tool_span_outcomes(span, outcome, error):
     assert step.ref.path == f"{SPANS}[0]" and step.ref.span_id == "s1"
 
 
+def test_two_tool_spans_for_one_call_id():
+    result = {"gen_ai.tool.call.id": {"stringValue": "c1"}, "gen_ai.tool.call.result": {"stringValue": "ok"}}
+    with pytest.raises(TraceError) as caught:
+        read_trace(export(tool_span("1", **result), tool_span("2", **result)), "t.json")
+    assert caught.value.render() == (
+        f"t.json: B023 {SPANS}[1].attributes: tool call 'c1' is answered twice\n"
+        f"  hint: its first result is at {SPANS}[0]")
+
+
 def test_structured_values_and_results_on_events():
     span = tool_span(**{"gen_ai.tool.call.arguments": {"kvlistValue": {"values": [
         {"key": "ids", "value": {"arrayValue": {"values": [{"intValue": 7}, {"doubleValue": 1.5}]}}}]}}})

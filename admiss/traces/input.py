@@ -2,7 +2,8 @@
 
 A bundle is an object with any of the fields only bundles have (``evidence``,
 ``candidates``, ``samples``, or ``output`` as a string or null: an OpenAI Responses
-trace's ``output`` is an array), or with nothing but fields bundles and traces share (``rubric``, ``prompt``, ``model``, ``meta``; so ``{}`` is an empty bundle). Any
+trace's ``output`` is an array), or with nothing but fields bundles and traces share
+(``rubric``, ``prompt``, ``model``, ``meta``; so ``{}`` is an empty bundle). Any
 other object is a trace, and the readers say which format it is, or why it is none. An
 array is a trace when it starts with a message or an item (an object with a ``role`` or a
 ``type``); any other array (say, evidence items left unwrapped) is a bundle, and bundle

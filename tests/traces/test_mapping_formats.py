@@ -12,7 +12,6 @@ from hypothesis import given, settings
 import admiss
 import trace_reference as ref
 import trace_strategies as strategies
-from admiss.traces.read import read_trace
 
 FORMATS = ["openai_chat", "openai_responses", "anthropic", "otel_genai", "adk"]
 BOOKING = admiss.load(Path(__file__).resolve().parents[2] / "rubrics" / "booking_cancellation.rubric")

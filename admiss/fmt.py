@@ -20,6 +20,7 @@ from typing import Iterator
 import attrs
 
 from admiss.errors import AdmissError, Diagnostic
+from admiss.ir import MAP_STEPS
 from admiss.parser import Token, Tree, parse_with_comments
 from admiss.source import Comment, Source
 
@@ -185,7 +186,7 @@ def _option_text(option: Tree) -> str:
     return f"{_OPTION_KEYWORDS[option.data]} {option.children[0]}"
 
 
-_MAP_SELECTORS = {"step_final": "FINAL", "step_text": "TEXT", "step_reasoning": "REASONING", "step_tool": "TOOL"}
+_MAP_SELECTORS = {f"step_{keyword.lower()}": keyword for keyword in MAP_STEPS}
 _MAP_KEYWORDS = {"map_outcome": "OUTCOME", "map_where": "WHERE", "map_skip": "SKIP", "map_label": "LABEL",
                  "map_detail": "DETAIL", "map_for": "FOR"}
 

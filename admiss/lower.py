@@ -230,8 +230,8 @@ def _number(token: Token) -> int | float:
 
 
 _STRING_OPTIONS = {"file": "file", "model": "model", "judge_rubric": "rubric"}
-_MAP_SELECTORS = {"step_final": "final_answer", "step_text": "assistant_text", "step_reasoning": "reasoning",
-                  "step_tool": "tool_call"}
+# The grammar names each selector rule step_ and its keyword: step_final is FINAL.
+_MAP_SELECTORS = {f"step_{keyword.lower()}": step for keyword, step in ir.MAP_STEPS.items()}
 _MAP_OPTIONS = {"map_label": "label", "map_detail": "detail", "map_for": "property"}
 _JSON_WORDS = {"true": True, "false": False, "null": None}
 

@@ -275,3 +275,18 @@ def result(report) -> dict:
         for gate in rung["gates"]:
             gate.pop("duration_ms")
     return data
+
+
+def test_the_rung_whose_model_ran_the_trace_gates_its_final_answer():
+    r = admiss.compile_source('''
+PROPERTY p { ADMIT final_answer }
+CHAIN serve {
+  RUNG draft MODEL "openai/gpt-5-mini" { GATE non_empty }
+  RUNG strong MODEL "anthropic/claude-sonnet-5" { GATE non_empty }
+}''')
+    def served(model):
+        return r.check(Trace("test", (text(0, FINAL_ANSWER, "done"),), model=model)).to_dict()["chain"]["served"]
+    assert served("claude-sonnet-5") == "strong"
+    assert served("openai/gpt-5-mini") == "draft"
+    assert served("gpt-4o") is None  # no rung ran this model: no candidate, the chain is exhausted
+    assert served(None) is None

@@ -55,7 +55,8 @@ def run(settings: Settings) -> None:
     print_section("traces: reading and checking a .jsonl of agent traces (in process)")
     api = admiss_probe.api()
     if api is None or not hasattr(api, "read_trace"):
-        print(target_text(f"at least {TARGET_FRACTION}× json.loads", None, "admiss cannot read traces here"), end="\n\n")
+        print(target_text(f"at least {TARGET_FRACTION}× json.loads", None, "admiss cannot read traces here"),
+              end="\n\n")
         return
     from admiss.bundle import parse_bundle_text
     from admiss.report.json import report_json

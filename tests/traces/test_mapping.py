@@ -75,7 +75,8 @@ def test_user_and_system_messages_are_never_offered(kind):
 
 def test_default_detail_says_the_call_and_how_it_failed():
     assert default_detail(tool(0, "refund", args={"id": "B-1"})) == 'refund({"id": "B-1"})'
-    assert default_detail(tool(0, "refund", ERROR, args={"id": "B-1"})) == 'refund({"id": "B-1"}) failed: error happened'
+    failed = default_detail(tool(0, "refund", ERROR, args={"id": "B-1"}))
+    assert failed == 'refund({"id": "B-1"}) failed: error happened'
     assert default_detail(tool(0, "refund", BAD_ARGS, args="{id: B", args_parsed=False)).startswith("refund({id: B)")
     long = default_detail(text(0, FINAL_ANSWER, "x" * 1000))
     assert len(long) == DETAIL_CHARS and long.endswith("…")
@@ -85,7 +86,9 @@ def test_default_detail_says_the_call_and_how_it_failed():
 
 
 def test_first_matching_rule_wins_and_skip_is_not_offered_with_its_line():
-    r = rubric('WHEN TOOL "lookup_*" SKIP\n  WHEN TOOL AS procedurally_sound_tool_call\n  WHEN TOOL AS flawed_tool_call')
+    r = rubric('WHEN TOOL "lookup_*" SKIP\n'
+               '  WHEN TOOL AS procedurally_sound_tool_call\n'
+               '  WHEN TOOL AS flawed_tool_call')
     skipped = decide(r, tool(0, "lookup_booking"))
     assert skipped.item is None
     assert skipped.not_offered()["reason"] == "SKIP" and skipped.not_offered()["line"] == 3
@@ -183,7 +186,8 @@ MAP { WHEN TOOL "fetch_filing" OUTCOME ok AS verified_external_source LABEL resu
 # ---------------------------------------------------------------- whole traces
 
 steps = st.one_of(
-    st.builds(lambda k, i: text(i, k), st.sampled_from(STEP_TYPES).filter(lambda k: k != TOOL_CALL), st.integers(0, 99)),
+    st.builds(lambda k, i: text(i, k), st.sampled_from(STEP_TYPES).filter(lambda k: k != TOOL_CALL),
+              st.integers(0, 99)),
     st.builds(lambda n, o, i, s: tool(i, n, o, result={"status": s}),
               st.sampled_from(["cancel_booking", "lookup_booking", "issue_refund"]), st.sampled_from(OUTCOMES),
               st.integers(0, 99), st.sampled_from(["cancelled", "refunded", "pending"])),
@@ -259,7 +263,8 @@ def test_outcome_names_cover_exactly_the_outcomes_a_step_can_have():
 def test_check_many_takes_traces_as_objects_dicts_and_json_text_in_a_pool():
     shipped = Path(__file__).resolve().parents[2] / "rubrics"
     r = admiss.load(shipped / "booking_cancellation.rubric")
-    texts = [p.read_text(encoding="utf-8") for p in sorted((shipped / "traces" / "booking_cancellation").glob("*.json"))]
+    paths = sorted((shipped / "traces" / "booking_cancellation").glob("*.json"))
+    texts = [p.read_text(encoding="utf-8") for p in paths]
     inputs = texts + [json.loads(t) for t in texts] + [admiss.read_trace(json.loads(texts[0]))]
     alone = [result(r.check(json.loads(t))) for t in texts]
     for jobs in (1, 2):

@@ -92,7 +92,8 @@ def test_import_of_a_bad_trace_is_a_located_error(admiss_cli, tmp_path):
 
 
 def test_import_of_a_jsonl_prints_one_line_per_trace_and_goes_on_after_a_bad_one(admiss_cli, tmp_path):
-    lines = [json.dumps(json.loads(PASSING.read_text())), '{"messages": 3}', json.dumps(json.loads(AFTER_ERROR.read_text()))]
+    lines = [json.dumps(json.loads(PASSING.read_text())), '{"messages": 3}',
+             json.dumps(json.loads(AFTER_ERROR.read_text()))]
     batch = tmp_path / "runs.jsonl"
     batch.write_text("\n".join(lines) + "\n")
     ran = admiss_cli("import", "--rubric", RUBRIC, batch)
@@ -100,4 +101,5 @@ def test_import_of_a_jsonl_prints_one_line_per_trace_and_goes_on_after_a_bad_one
     assert ran.code == 2 and f"{batch}:2" in ran.err
     printed = [json.loads(line) for line in ran.out.splitlines()]
     assert [b["output"][:20] for b in printed] == ["Booking NR-48213 is ", "Booking NR-48213 is "]
-    assert [len(b["evidence"]) for b in printed] == [5, 3]  # lookup, text, cancel, refund, answer; cancel, refund, answer
+    # lookup, text, cancel, refund, answer; then cancel, refund, answer
+    assert [len(b["evidence"]) for b in printed] == [5, 3]

@@ -10,12 +10,12 @@
 from __future__ import annotations
 
 __version__ = "0.1.0"
-__all__ = ["load", "compile_source", "check_many", "Rubric", "AdmissError", "__version__"]
+__all__ = ["load", "compile_source", "check_many", "read_trace", "Rubric", "AdmissError", "__version__"]
 
 
 def __getattr__(name: str):
     # The API is imported on first use so `import admiss` (and the CLI's start-up) stays cheap.
-    if name in ("load", "compile_source", "Rubric"):
+    if name in ("load", "compile_source", "read_trace", "Rubric"):
         from admiss import api
 
         return getattr(api, name)

@@ -40,6 +40,9 @@ class _Analysis:
             self.check_property(prop)
         for chain in self.rubric.chains:
             self.check_chain(chain)
+        if self.rubric.mapping is not None:
+            for rule in self.rubric.mapping.rules:
+                self.check_map_rule(rule)
         return self.diagnostics
 
     def check_kinds_declared(self) -> None:
@@ -110,6 +113,44 @@ class _Analysis:
             if ref.value not in names:
                 hint = did_you_mean(ref.value, names) or "define it with PROPERTY"
                 self.error("E105", f"undefined property '{ref.value}'", ref.span, hint)
+
+
+    # ------------------------------------------------------------ MAP rules
+
+    def check_map_rule(self, rule: ir.MapRule) -> None:
+        known = self.rubric.known_kinds
+        if rule.kind is not None and rule.kind.value not in known:
+            hint = did_you_mean(rule.kind.value, known) or "declare it with KINDS, or use a built-in kind"
+            self.error("E133", f"unknown evidence kind '{rule.kind.value}' in a MAP rule", rule.kind.span, hint)
+        for ref in rule.outcomes:
+            if ref.value not in ir.MAP_OUTCOMES:
+                hint = did_you_mean(ref.value, ir.MAP_OUTCOMES) or "outcomes: " + ", ".join(ir.MAP_OUTCOMES)
+                self.error("E134", f"unknown tool-call outcome '{ref.value}'", ref.span, hint)
+        if rule.property is not None:
+            names = [p.name for p in self.rubric.properties]
+            if rule.property.value not in names:
+                hint = did_you_mean(rule.property.value, names) or "define it with PROPERTY"
+                self.error("E137", f"undefined property '{rule.property.value}'", rule.property.span, hint)
+        if rule.tool is not None and not rule.tool.value:
+            self.error("E138", "TOOL names no tool", rule.tool.span,
+                       hint='write the tool\'s name, a pattern with * ("cancel_*"), or leave TOOL bare for every tool')
+        self.check_map_paths(rule)
+
+    def check_map_paths(self, rule: ir.MapRule) -> None:
+        reads = [(c.path, c.span, "WHERE") for c in rule.where] + [
+            (v.text, v.span, word) for v, word in ((rule.label, "LABEL"), (rule.detail, "DETAIL"))
+            if v is not None and v.is_path]
+        if rule.step != "tool_call":
+            keyword = next(k for k, step in ir.MAP_STEPS.items() if step == rule.step)
+            for what, span in [(word, span) for _, span, word in reads] + [("OUTCOME", r.span) for r in rule.outcomes]:
+                self.error("E135", f"{what} reads a tool call, and a {keyword} step is not one", span,
+                           hint="only WHEN TOOL rules take OUTCOME and paths into args or result")
+            return
+        for path, span, _ in reads:
+            root = path.split(".", 1)[0]
+            if root not in ir.MAP_PATH_ROOTS:
+                hint = did_you_mean(root, ir.MAP_PATH_ROOTS) or "a path starts with args or result"
+                self.error("E136", f"path '{path}' starts at '{root}', which a tool call does not have", span, hint)
 
 
 def _given_options(gate: ir.Gate) -> Iterator[str]:

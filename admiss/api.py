@@ -10,11 +10,13 @@ from admiss import ir
 from admiss.collector import collector_paused
 from admiss.compiler import CompiledRubric, compile_ir
 from admiss.errors import Diagnostic, IRError, RubricCompileError, RubricSyntaxError
-from admiss.interpreter import CheckReport, Runtime, check_bundle
+from admiss.interpreter import CheckReport, Runtime, check_bundle, check_trace
 from admiss.source import Source, Span
+from admiss.traces.input import as_trace
 
 if TYPE_CHECKING:
     from admiss.parser import Tree
+    from admiss.traces.steps import Trace
 
 
 class Rubric:
@@ -54,12 +56,20 @@ class Rubric:
     def name(self) -> str:
         return self.compiled.name
 
-    def check(self, bundle: Any, name: str | None = None, chain: str | None = None) -> CheckReport:
-        """Check one decoded bundle (a dict). Raises BundleError when it is malformed.
+    def check(self, bundle: Any, name: str | None = None, chain: str | None = None,
+              trace_format: str | None = None) -> CheckReport:
+        """Check one decoded bundle (a dict) or agent trace (a Trace, or its decoded JSON).
 
-        ``chain`` picks the CHAIN to run when the rubric has several.
+        A trace's steps become evidence by the rubric's MAP block (docs/traces.md);
+        ``trace_format`` reads ``bundle`` as a trace in that format. Raises BundleError
+        when a bundle is malformed, TraceError when a trace is. ``chain`` picks the CHAIN
+        to run when the rubric has several.
         """
-        return check_bundle(self.compiled, bundle, name, self._run_state(), chain)
+        runtime = self._run_state()
+        trace = as_trace(bundle, name or "<input>", trace_format)
+        if trace is not None:
+            return check_trace(self.compiled, trace, name, runtime, chain)
+        return check_bundle(self.compiled, bundle, name, runtime, chain)
 
     def prepare(self, chain: str | None = None) -> None:
         """Build the chain that ``check`` would run, before any bundle: raises InputError for
@@ -78,6 +88,15 @@ class Rubric:
         """Each gate's error budget in this Rubric's run so far: whether its budget disabled
         it, why, and its error rate (a list of ``admiss.cascade.GateHealth``)."""
         return self._runtime.gate_health() if self._runtime is not None else []
+
+    def import_trace(self, trace: Any, name: str | None = None, trace_format: str | None = None) -> dict:
+        """The bundle a trace makes under this rubric's MAP block, each evidence item with the
+        rule that made it (``why``), and the steps not offered and why (``trace.not_offered``)."""
+        from admiss.traces.mapping import explained_bundle
+        from admiss.traces.read import read_trace
+
+        read = as_trace(trace, name or "<input>", trace_format) or read_trace(trace, name or "<input>")
+        return explained_bundle(self.compiled.mapping, read)
 
     def to_ir_json(self) -> str:
         """The IR as deterministic JSON text (what ``admiss compile`` writes)."""
@@ -153,8 +172,9 @@ def ir_from_json(text: str, name: str) -> ir.Rubric:
         raise IRError([Diagnostic("I001", f"invalid JSON: {exc.msg}", Span.point(exc.lineno, exc.colno),
                                   file=name)], Source(name, text)) from None
     version = data.get("ir_version") if isinstance(data, dict) else None
-    if version != ir.IR_VERSION:
-        raise IRError([Diagnostic("I001", f"not admiss IR version {ir.IR_VERSION} (ir_version: {version!r})",
+    if version not in ir.IR_VERSIONS or isinstance(version, bool):
+        raise IRError([Diagnostic("I001", f"not admiss IR version {' or '.join(map(str, ir.IR_VERSIONS))} "
+                                          f"(ir_version: {version!r})",
                                   file=name, hint="recompile the rubric with this admiss: admiss compile")])
     problems = _ir_schema_problems(data, name)
     if problems:
@@ -198,3 +218,27 @@ def load(path: str | Path, config: str | Path | None = None, offline: bool = Fal
     if path.suffix == ".json":
         return Rubric(compile_ir(ir_from_json(text, str(path)), str(path)), config, offline)
     return Rubric(compile_ir(cached_ir(text, str(path), parse_source), str(path)), config, offline)
+
+
+def read_trace(obj_or_path: Any, format: str | None = None, name: str | None = None) -> "Trace":
+    """The steps of an agent trace: a decoded JSON value, or the path of a JSON file.
+
+    ``format`` names the trace format (see ``admiss.traces.read.FORMAT_NAMES``); without it
+    the format is detected from the shape. Raises TraceError (B020-B039) for a trace that is
+    in no format or breaks its format, BundleError B001 for a file that is not JSON, and
+    InputError E001 for a file that cannot be read.
+    """
+    from admiss.traces.read import read_trace as read_value
+
+    if isinstance(obj_or_path, (str, Path)):
+        from admiss.bundle import parse_bundle_text
+        from admiss.errors import TraceError
+        from admiss.traces.build import located
+
+        path = str(obj_or_path)
+        text = read_text(path)
+        try:
+            return read_value(parse_bundle_text(text, path), name or path, format)
+        except TraceError as error:  # the file's text is here: say at which line and column
+            raise located(error, text) from None
+    return read_value(obj_or_path, name or "<input>", format)

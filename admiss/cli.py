@@ -97,9 +97,14 @@ def check(
     output: Optional[Path] = typer.Option(
         None, "--output", "-o", help="With --ray: the folder for reports.jsonl, properties.parquet and summary.json."
     ),
+    trace: Optional[str] = typer.Option(
+        None, "--trace", help="Read every input as an agent trace in this format [default: a value that is "
+        "not a bundle is a trace, its format detected]."
+    ),
 ) -> None:
-    """Check candidate bundles against a rubric and print evidence-first reports.
+    """Check candidate bundles or agent traces against a rubric and print evidence-first reports.
 
+    A trace's steps become evidence by the rubric's MAP block (docs/traces.md).
     Exit 0 when every bundle passes, 1 when any fails, 2 on bad input (the rest still run).
     """
     from admiss.runner import CheckOptions, run_check
@@ -107,7 +112,7 @@ def check(
     if ray_address is not None or output is not None:
         raise typer.Exit(_check_on_ray(ray_address, bundles, rubric, output, chain, report.value, config, offline))
     options = CheckOptions(rubric, (fmt or _default_format()).value, chain, config, jobs, fail_fast, offline,
-                           report.value)
+                           report.value, trace)
     raise typer.Exit(run_check(bundles, options))
 
 
@@ -124,6 +129,30 @@ def _check_on_ray(address: str | None, bundles: List[Path], rubric: Optional[Pat
         sys.stderr.write("admiss check: --ray needs Ray: pip install 'admiss[ray]'\n")
         return EXIT_BAD_INPUT
     return run_on_ray(address, bundles, rubric, output, chain, report, config, offline)
+
+
+@app.command("import")
+def import_(
+    traces: List[Path] = typer.Argument(..., help="Trace files: .json (one trace) or .jsonl (one per line)."),
+    rubric: Path = typer.Option(..., "--rubric", "-r", help="The .rubric source or IR .json whose MAP block applies."),
+    trace: Optional[str] = typer.Option(None, "--trace", help="The traces' format [default: detected]."),
+) -> None:
+    """Print the bundle each trace makes: its evidence items, each with the MAP rule that made
+    it, and the steps not offered as evidence and why.
+
+    One trace prints indented JSON; several (or a .jsonl file) print one JSON line each.
+    Exit 0, or 2 when the rubric or a trace cannot be read (the other traces still print).
+    """
+    from admiss.api import load
+    from admiss.errors import AdmissError
+    from admiss.runner import import_traces
+
+    try:
+        compiled = load(rubric)
+    except AdmissError as error:
+        _print_error(error)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    raise typer.Exit(import_traces(compiled, traces, trace))
 
 
 @app.command("compile")

@@ -113,29 +113,31 @@ class CompiledProperty:
 
     def check(self, rows: Iterable[Row]) -> "PropertyResult":
         table_get, shortcut_get, inadmissible = self._table.get, self._shortcuts.get, self._inadmissible
-        admitted: list[str] = []
+        admitted: list[dict] = []
         excluded: list[tuple[dict, Exclusion]] = []
         for kind, label, item, _ in rows:
             exclusion = table_get(kind, inadmissible)
             if exclusion is None:
                 exclusion = shortcut_get(label)
                 if exclusion is None:
-                    admitted.append(item["detail"])
+                    admitted.append(item)
                     continue
             excluded.append((item, exclusion))
         return PropertyResult(self, admitted, excluded)
 
 
 class PropertyResult:
-    """What checking one property found: admitted details, (item, Exclusion) pairs, the verdict."""
+    """What checking one property found: admitted items and their details, (item, Exclusion)
+    pairs, the verdict."""
 
-    __slots__ = ("prop", "evidence", "excluded", "verdict", "rationale")
+    __slots__ = ("prop", "admitted", "evidence", "excluded", "verdict", "rationale")
 
-    def __init__(self, prop: CompiledProperty, evidence: list[str], excluded: list[tuple[dict, Exclusion]]):
+    def __init__(self, prop: CompiledProperty, admitted: list[dict], excluded: list[tuple[dict, Exclusion]]):
         self.prop = prop
-        self.evidence = evidence
+        self.admitted = admitted
+        self.evidence = [item["detail"] for item in admitted]
         self.excluded = excluded
-        if evidence:
+        if admitted:
             self.verdict, self.rationale = "yes", ADMITTED_RATIONALE
         elif prop.default == "yes":
             self.verdict, self.rationale = "yes", DEFAULT_YES_RATIONALE
@@ -158,6 +160,16 @@ class CompiledRubric:
         self.properties = tuple(CompiledProperty(p, self, i) for i, p in enumerate(rubric.properties))
         self.property_names = frozenset(p.name for p in self.properties)
         self._digest: str | None = None
+        self._mapping = None
+
+    @property
+    def mapping(self):
+        """The MAP block (or the default taxonomy) compiled, made on first use: only traces need it."""
+        if self._mapping is None:
+            from admiss.traces.mapping import CompiledMapping
+
+            self._mapping = CompiledMapping(self.ir.mapping)
+        return self._mapping
 
     def digest(self) -> str:
         """A hash of the IR, positions included (made on first use: pickling needs it)."""

@@ -99,3 +99,7 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
     """A hint naming the closest of ``choices`` to ``word``, if any is close."""
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f"did you mean '{close[0]}'?" if close else None
+
+
+class TraceError(AdmissError):
+    """An agent trace matches no trace format, or breaks the rules of its format (B020-B039)."""

@@ -20,6 +20,7 @@ from typing import Iterator
 import attrs
 
 from admiss.errors import AdmissError, Diagnostic
+from admiss.ir import MAP_STEPS
 from admiss.parser import Token, Tree, parse_with_comments
 from admiss.source import Comment, Source
 
@@ -108,10 +109,29 @@ class _Builder:
         for option in options:
             self.add(_option_text(option), _start(option), option.meta.end_line, indent + INDENT, WRAP, depth)
 
+    def mapping(self, tree: Tree, depth: int) -> None:
+        keyword, *rules = tree.children
+        self.head("MAP", tree, depth, end=keyword)
+        self.block(tree, keyword, rules, depth)
+
+    def map_rule(self, tree: Tree, depth: int) -> None:
+        """``WHEN selector`` heads the line; each condition, the action and its options wrap."""
+        selector, *parts = tree.children
+        head = _MAP_SELECTORS[selector.data] + "".join(f" {t}" for t in selector.children)
+        self.head("WHEN " + head, tree, depth, end=selector)
+        indent = depth * INDENT + INDENT
+        for part in parts:
+            pieces = [part] if part.data != "map_as" else [part, *part.children[1:]]
+            for piece in pieces:
+                # AS ends at its kind: its options are atoms of their own.
+                end_line = piece.children[0].end_line if piece.data == "map_as" else piece.meta.end_line
+                self.add(_map_text(piece), _start(piece), end_line, indent, WRAP, depth)
+
     # ------------------------------------------------------------ pieces
 
-    def head(self, text: str, tree: Tree, depth: int, end: Token | None = None) -> None:
-        end_line = end.end_line if end is not None else tree.meta.end_line
+    def head(self, text: str, tree: Tree, depth: int, end: Token | Tree | None = None) -> None:
+        end_line = (end.end_line if isinstance(end, Token) else end.meta.end_line) if end is not None \
+            else tree.meta.end_line
         self.add(text, _start(tree), end_line, depth * INDENT, LINE, depth, opens=True)
 
     def listing(self, keyword: str, tree: Tree, items: list[Token], depth: int, end: Token | None = None) -> None:
@@ -164,6 +184,23 @@ def _option_text(option: Tree) -> str:
         rate, window = option.children
         return f"BUDGET {rate} WINDOW {window}"
     return f"{_OPTION_KEYWORDS[option.data]} {option.children[0]}"
+
+
+_MAP_SELECTORS = {f"step_{keyword.lower()}": keyword for keyword in MAP_STEPS}
+_MAP_KEYWORDS = {"map_outcome": "OUTCOME", "map_where": "WHERE", "map_skip": "SKIP", "map_label": "LABEL",
+                 "map_detail": "DETAIL", "map_for": "FOR"}
+
+
+def _map_text(piece: Tree) -> str:
+    """One atom of a WHEN rule. AS stands with its kind only; its options are atoms of their own."""
+    if piece.data == "map_as":
+        return f"AS {piece.children[0]}"
+    if piece.data == "map_outcome":
+        return "OUTCOME " + ", ".join(str(name) for name in piece.children[0].children)
+    if piece.data == "map_where":
+        path, value = piece.children
+        return f"WHERE {path} == {value}"
+    return " ".join([_MAP_KEYWORDS[piece.data], *(str(t) for t in piece.children)])
 
 
 # ---------------------------------------------------------------- printing

@@ -18,6 +18,8 @@ from admiss.report import CheckReport
 if TYPE_CHECKING:
     import asyncio
 
+    from admiss.traces.steps import Trace
+
 
 class Runtime:
     """Run state shared by the bundles of one run: chains, budgets, loop, clients."""
@@ -143,6 +145,29 @@ def check_bundle(rubric: CompiledRubric, bundle: Any, bundle_name: str | None = 
     runtime = runtime or Runtime(rubric)
     chain_name = runtime.chain_name(chain)
     return CheckReport(rubric, bundle_name, results, _run_chain(runtime, chain_name, bundle, name), evidence)
+
+
+def check_trace(rubric: CompiledRubric, trace: "Trace", name: str | None = None, runtime: Runtime | None = None,
+                chain: str | None = None) -> CheckReport:
+    """Check an agent trace: its steps mapped to evidence by the rubric's MAP block (or the
+    default taxonomy), its final answer and model the candidate a CHAIN gates."""
+    bundle, not_offered = rubric.mapping.bundle(trace)
+    if rubric.ir.chains and "output" in bundle and "model" in bundle:
+        runtime = runtime or Runtime(rubric)
+        bundle["candidates"] = _trace_candidates(rubric, runtime.chain_name(chain), bundle)
+    report = check_bundle(rubric, bundle, name, runtime, chain)
+    report.trace = {"format": trace.format, "not_offered": not_offered}
+    return report
+
+
+def _trace_candidates(rubric: CompiledRubric, chain_name: str, bundle: dict) -> list[dict]:
+    """The trace's final answer as the candidate of each rung whose MODEL ran it: the same
+    name, or the same after the provider prefix ("openai/gpt-5" ran "gpt-5"). With none,
+    a chain of one rung still gates the bundle's top-level output."""
+    model = bundle["model"]
+    rungs = next(c.rungs for c in rubric.ir.chains if c.name == chain_name)
+    return [{"rung": rung.name, "model": model, "output": bundle["output"]} for rung in rungs
+            if rung.model is not None and model in (rung.model, rung.model.split("/", 1)[-1])]
 
 
 def _run_chain(runtime: Runtime, chain_name: str, bundle: dict, name: str):

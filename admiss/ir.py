@@ -13,7 +13,9 @@ import attrs
 
 from admiss.source import NO_SPAN, Span
 
+# Version 2 added a gate's meaning_model and the rubric's mapping (a MAP block).
 IR_VERSION = 2
+IR_VERSIONS = (IR_VERSION,)
 
 # The seed's seven evidence kinds, in the seed's order.
 BUILTIN_KINDS = (
@@ -31,6 +33,16 @@ UNTRUSTED_KINDS = BUILTIN_KINDS[2:]
 GATE_KINDS = ("non_empty", "json_valid", "schema", "admissibility", "subprocess", "judge", "consistency")
 ABSTAIN_POLICIES = ("fail_open", "fail_closed")
 VERDICTS = ("yes", "no")
+
+# MAP rules: the step each selector keyword picks (the step types of admiss.traces.steps),
+# the names OUTCOME takes with the tool-call outcomes each stands for, and the roots a
+# WHERE, LABEL or DETAIL path may start from.
+MAP_STEPS = {"FINAL": "final_answer", "TEXT": "assistant_text", "REASONING": "reasoning", "TOOL": "tool_call"}
+MAP_OUTCOME_SETS = {"ok": frozenset({"ok"}), "failed": frozenset({"error", "no_result", "bad_args"}),
+                    "error": frozenset({"error"}), "no_result": frozenset({"no_result"}),
+                    "bad_args": frozenset({"bad_args"})}
+MAP_OUTCOMES = tuple(MAP_OUTCOME_SETS)
+MAP_PATH_ROOTS = ("args", "result")
 
 # How each Gate option field is written in the source, for messages.
 OPTION_KEYWORDS = {
@@ -125,12 +137,53 @@ class Chain:
 
 
 @attrs.frozen
+class Value:
+    """A LABEL or DETAIL: a string literal, or a dotted path read from the step (``is_path``)."""
+
+    text: str
+    is_path: bool = False
+    span: Span = _span_field
+
+
+@attrs.frozen
+class Condition:
+    """``WHERE path == value``; ``value`` is the JSON value written (a string, number, true, false or null)."""
+
+    path: str
+    value: Any
+    span: Span = _span_field
+
+
+@attrs.frozen
+class MapRule:
+    """One WHEN rule: which steps it matches and what it makes of them (``kind`` None: SKIP)."""
+
+    step: str
+    tool: Ref | None = None
+    outcomes: tuple[Ref, ...] = ()
+    where: tuple[Condition, ...] = ()
+    kind: Ref | None = None
+    label: Value | None = None
+    detail: Value | None = None
+    property: Ref | None = None
+    span: Span = _span_field
+
+
+@attrs.frozen
+class Mapping:
+    rules: tuple[MapRule, ...] = ()
+    span: Span = _span_field
+
+
+@attrs.frozen
 class Rubric:
     name: str
     title: str | None = None
     kinds: tuple[Ref, ...] = ()
     properties: tuple[Property, ...] = ()
     chains: tuple[Chain, ...] = ()
+    # The MAP block: how trace steps become evidence (None: the default taxonomy).
+    mapping: Mapping | None = None
     # The file the rubric came from (its base name), kept for messages, not for equality.
     source: str | None = attrs.field(default=None, eq=False)
     span: Span = _span_field
@@ -202,8 +255,45 @@ def _chain_out(c: Chain) -> dict:
     return {"name": c.name, "rungs": [_rung_out(r) for r in c.rungs], "span": _span_out(c.span)}
 
 
+def _value_out(value: Value | None) -> dict | None:
+    if value is None:
+        return None
+    return {"text": value.text, "is_path": value.is_path, "span": _span_out(value.span)}
+
+
+def _optional_ref_out(ref: Ref | None) -> dict | None:
+    return None if ref is None else _ref_out(ref)
+
+
+def _rule_out(r: MapRule) -> dict:
+    return {
+        "step": r.step,
+        "tool": _optional_ref_out(r.tool),
+        "outcomes": _refs_out(r.outcomes),
+        "where": [{"path": c.path, "value": c.value, "span": _span_out(c.span)} for c in r.where],
+        "kind": _optional_ref_out(r.kind),
+        "label": _value_out(r.label),
+        "detail": _value_out(r.detail),
+        "property": _optional_ref_out(r.property),
+        "span": _span_out(r.span),
+    }
+
+
+def _mapping_out(m: Mapping) -> dict:
+    return {"rules": [_rule_out(r) for r in m.rules], "span": _span_out(m.span)}
+
+
 def to_dict(rubric: Rubric) -> dict:
     """The IR as plain JSON-ready data, keys in a fixed order."""
+    out = _rubric_out(rubric)
+    # Only a rubric with a MAP block has the key.
+    if rubric.mapping is not None:
+        out["mapping"] = _mapping_out(rubric.mapping)
+        out["span"] = out.pop("span")
+    return out
+
+
+def _rubric_out(rubric: Rubric) -> dict:
     return {
         "ir_version": IR_VERSION,
         "source": rubric.source,
@@ -279,6 +369,34 @@ def _chain_in(d: dict) -> Chain:
     return Chain(name=d["name"], rungs=tuple(_rung_in(r) for r in d.get("rungs", [])), span=_span_in(d.get("span")))
 
 
+def _value_in(d: dict | None) -> Value | None:
+    return None if d is None else Value(d["text"], d.get("is_path", False), _span_in(d.get("span")))
+
+
+def _optional_ref_in(d: dict | None) -> Ref | None:
+    return None if d is None else _ref_in(d)
+
+
+def _rule_in(d: dict) -> MapRule:
+    return MapRule(
+        step=d["step"],
+        tool=_optional_ref_in(d.get("tool")),
+        outcomes=_refs_in(d.get("outcomes", [])),
+        where=tuple(Condition(c["path"], c["value"], _span_in(c.get("span"))) for c in d.get("where", [])),
+        kind=_optional_ref_in(d.get("kind")),
+        label=_value_in(d.get("label")),
+        detail=_value_in(d.get("detail")),
+        property=_optional_ref_in(d.get("property")),
+        span=_span_in(d.get("span")),
+    )
+
+
+def _mapping_in(d: dict | None) -> Mapping | None:
+    if d is None:
+        return None
+    return Mapping(tuple(_rule_in(r) for r in d.get("rules", [])), _span_in(d.get("span")))
+
+
 def from_dict(data: dict) -> Rubric:
     """Rebuild the IR from :func:`to_dict` output."""
     return Rubric(
@@ -287,6 +405,7 @@ def from_dict(data: dict) -> Rubric:
         kinds=_refs_in(data.get("kinds", [])),
         properties=tuple(_property_in(p) for p in data.get("properties", [])),
         chains=tuple(_chain_in(c) for c in data.get("chains", [])),
+        mapping=_mapping_in(data.get("mapping")),
         source=data.get("source"),
         span=_span_in(data.get("span")),
     )

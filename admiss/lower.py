@@ -69,6 +69,7 @@ class _Lowering:
             kinds=tuple(r for c in tree.children if c.data == "kinds" for r in self.names(c.children[0])),
             properties=tuple(self.property(c) for c in tree.children if c.data == "property"),
             chains=tuple(self.chain(c) for c in tree.children if c.data == "chain"),
+            mapping=self.single_mapping([c for c in tree.children if c.data == "mapping"]),
             source=self.file and PurePath(self.file).name,
             span=_span(tree) if tree.children else Span(1, 1, 1, 1),
         )
@@ -97,6 +98,61 @@ class _Lowering:
         for extra in defaults[1:]:
             self.error("E115", "DEFAULT given more than once", extra.span, hint="keep one DEFAULT line")
         return defaults[0] if defaults else ir.Ref("no")
+
+    # ------------------------------------------------------------ MAP
+
+    def single_mapping(self, blocks: list[Tree]) -> ir.Mapping | None:
+        for extra in blocks[1:]:
+            self.error("E130", "more than one MAP block", _span(extra),
+                       hint=f"a rubric has one MAP block (the first is on line {_span(blocks[0]).line}); "
+                            "move these rules into it, in the order they should be tried")
+        if not blocks:
+            return None
+        return ir.Mapping(tuple(self.map_rule(r) for r in blocks[0].children[1:]), _span(blocks[0]))
+
+    def map_rule(self, tree: Tree) -> ir.MapRule:
+        selector, *rest = tree.children
+        fields: dict[str, object] = {"step": _MAP_SELECTORS[selector.data], "span": _span(tree)}
+        if selector.children:
+            fields["tool"] = self.string_ref(selector.children[0])
+        outcomes, where = [], []
+        for part in rest:
+            if part.data == "map_outcome":
+                outcomes.extend(self.names(part.children[0]))
+            elif part.data == "map_where":
+                where.append(ir.Condition(str(part.children[0]), self.where_value(part.children[1]), _span(part)))
+            elif part.data == "map_as":
+                fields.update(self.map_action(part))
+        return ir.MapRule(outcomes=tuple(outcomes), where=tuple(where), **fields)
+
+    def where_value(self, token: Token) -> object:
+        if token.type == "STRING":
+            return self.string(token)
+        if token.type == "NUMBER":
+            return json.loads(token)
+        if str(token) not in _JSON_WORDS:
+            self.error("E131", f"WHERE compares with '{token}', which is not a value", _span(token),
+                       hint='write a string ("cancelled"), a number, true, false or null')
+        return _JSON_WORDS.get(str(token))
+
+    def map_action(self, tree: Tree) -> dict[str, object]:
+        """The fields AS kind and its LABEL, DETAIL and FOR options set."""
+        kind, *options = tree.children
+        fields: dict[str, object] = {"kind": self.ref(kind)}
+        for option in options:
+            field = _MAP_OPTIONS[option.data]
+            if field in fields:
+                self.error("E132", f"{field.upper() if field != 'property' else 'FOR'} given twice in one WHEN rule",
+                           _span(option), hint="keep one")
+                continue
+            value = option.children[0]
+            if field == "property":
+                fields[field] = self.ref(value)
+            elif value.type == "PATH":
+                fields[field] = ir.Value(str(value), True, _span(value))
+            else:
+                fields[field] = ir.Value(self.string(value), False, _span(value))
+        return fields
 
     # ------------------------------------------------------------ chains
 
@@ -174,6 +230,12 @@ def _number(token: Token) -> int | float:
 
 
 _STRING_OPTIONS = {"file": "file", "model": "model", "judge_rubric": "rubric", "meaning": "meaning_model"}
+# The grammar names each selector rule step_ and its keyword: step_final is FINAL.
+_MAP_SELECTORS = {f"step_{keyword.lower()}": step for keyword, step in ir.MAP_STEPS.items()}
+_MAP_OPTIONS = {"map_label": "label", "map_detail": "detail", "map_for": "property"}
+_JSON_WORDS = {"true": True, "false": False, "null": None}
+
+
 def lower(tree: Tree, file: str, default_name: str) -> tuple[ir.Rubric, list[Diagnostic]]:
     """The IR for a parse tree, and the structural problems found on the way."""
     lowering = _Lowering(file)

@@ -38,6 +38,7 @@ from admiss.errors import AdmissError, BundleError, Diagnostic, input_error
 from admiss.files import reading
 from admiss.jsonio import dumps_indented, dumps_line
 from admiss.source import Source, Span
+from admiss.traces.input import is_trace
 
 EXIT_PASS, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
 # Progress is redrawn after this many bundles, so drawing never costs more than checking.
@@ -141,6 +142,7 @@ class CheckOptions(NamedTuple):
     fail_fast: bool = False
     offline: bool = False
     report: str = "lean"  # the JSON report's shape: "lean" or "full"
+    trace: str | None = None  # --trace FORMAT: read every input as a trace in that format
 
 
 # A unit is one bundle to check: (file path, line number, its JSON text as str or bytes),
@@ -182,6 +184,8 @@ class CheckRun:
     def rubric_for(self, bundle: Any, path: str, name: str):
         if self.fixed_rubric is not None:
             return self.fixed_rubric
+        if self.options.trace is not None or is_trace(bundle):
+            raise input_error(name, "no rubric to check the trace against", hint="pass --rubric FILE", code="E002")
         # Check the bundle's shape first, so a bad "rubric" field is named as such.
         validate_bundle(bundle, name)
         if isinstance(bundle.get("rubric"), str):
@@ -193,7 +197,7 @@ class CheckRun:
     def report_for(self, value: Any, path: str, name: str):
         """The report for one parsed JSON value from file ``path`` (``name`` is how reports
         and errors call it); AdmissError if it cannot be checked. The per-bundle seam."""
-        return self.rubric_for(value, path, name).check(value, name, self.options.chain)
+        return self.rubric_for(value, path, name).check(value, name, self.options.chain, self.options.trace)
 
     def outcome(self, unit: Unit | AdmissError) -> Outcome:
         if isinstance(unit, AdmissError):  # the file itself could not be read
@@ -368,6 +372,29 @@ def _run_here(run: CheckRun, paths: list[Path], progress) -> int:
     if progress is not None:
         progress.show(writer.counts)
     return writer.exit_code
+
+
+def import_traces(rubric, paths: list[Path], trace_format: str | None) -> int:
+    """``admiss import``: the explained bundle of every trace in ``paths``; the exit code."""
+    many = len(paths) > 1 or any(p.suffix == ".jsonl" for p in paths)
+    exit_code = EXIT_PASS
+    for unit in units_of(paths):
+        try:
+            if isinstance(unit, AdmissError):
+                raise unit
+            path, number, text = unit
+            name = f"{path}:{number}" if number else path
+            if number:
+                text = _line_text(text, path, number)
+            explained = rubric.import_trace(parse_bundle_text(text, path, number - 1 if number else 0),
+                                            name, trace_format)
+        except AdmissError as error:
+            sys.stdout.flush()
+            sys.stderr.write(error.render() + "\n")
+            exit_code = EXIT_BAD_INPUT
+            continue
+        sys.stdout.buffer.write((dumps_line if many else dumps_indented)(explained) + b"\n")
+    return exit_code
 
 
 def _regular_file(path: Path) -> bool:

@@ -13,8 +13,10 @@ from pathlib import Path
 # other as the ``benchmarks`` package.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks import (bench_batch, bench_compile, bench_inprocess, bench_peers, bench_ray, bench_rung,  # noqa: E402
-                        bench_startup)
+from benchmarks import (  # noqa: E402
+    bench_batch, bench_compile, bench_inprocess, bench_peers, bench_ray, bench_rung, bench_startup, bench_trace_read,
+    bench_traces,
+)
 from benchmarks.settings import settings_for  # noqa: E402
 
 SECTIONS = {
@@ -25,6 +27,8 @@ SECTIONS = {
     "compile": bench_compile.run,
     "rung": bench_rung.run,
     "ray": bench_ray.run,
+    "trace_read": bench_trace_read.run,
+    "traces": bench_traces.run,
 }
 
 

@@ -14,7 +14,8 @@ from admiss.ir import BUILTIN_KINDS
 
 KEYWORDS = {"RUBRIC", "KINDS", "PROPERTY", "ADMIT", "FORBID", "REJECT", "SHORTCUT", "DEFAULT", "CHAIN",
             "RUNG", "GATE", "MODEL", "ON", "ABSTAIN", "FILE", "CMD", "TIMEOUT", "THRESHOLD", "K", "BUDGET",
-            "WINDOW", "MEANING"}
+            "WINDOW", "MEANING", "MAP", "WHEN", "FINAL", "TEXT", "REASONING", "TOOL", "OUTCOME", "WHERE", "SKIP", "AS",
+            "LABEL", "DETAIL", "FOR"}
 names = st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True).filter(lambda n: n.upper() not in KEYWORDS)
 labels = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
 custom_kinds = st.lists(names.filter(lambda n: n not in BUILTIN_KINDS), max_size=3, unique=True)
@@ -47,8 +48,8 @@ def _list(items: list[str], gap: str) -> str:
 def rubric_sources(draw, chains: bool = False) -> tuple[str, dict]:
     """(source text, spec) for a random valid rubric with unique property names.
 
-    With ``chains``, the rubric also has CHAIN blocks, and comment and blank lines stand
-    between random lines (the spec does not describe the chains).
+    With ``chains``, the rubric also has CHAIN blocks and may have a MAP block, and comment
+    and blank lines stand between random lines (the spec describes neither).
     """
     extra = draw(custom_kinds)
     kinds = list(BUILTIN_KINDS) + extra
@@ -63,6 +64,8 @@ def rubric_sources(draw, chains: bool = False) -> tuple[str, dict]:
     if chains:
         chain_names = draw(st.lists(names, min_size=1, max_size=2, unique=True))
         out += [_chain_text(draw, name, [p["name"] for p in specs]) for name in chain_names]
+        if draw(st.booleans()):
+            out.insert(draw(st.integers(0, len(out))), _mapping_text(draw, kinds, [p["name"] for p in specs]))
     text = "\n".join(out) + "\n"
     if chains:
         text = _with_lines_between(draw, text)
@@ -120,6 +123,36 @@ def _chain_text(draw, name: str, property_names: list[str]) -> str:
             lines.append("  }" + draw(comments))
     lines.append("}" + draw(comments))
     return "\n".join(lines)
+
+
+_SELECTORS = st.sampled_from(["FINAL", "TEXT", "REASONING", "TOOL"])
+_TOOL_CONDITIONS = st.sampled_from(["OUTCOME ok", "OUTCOME failed,\n error", "WHERE args.form == \"10-K\"",
+                                    "WHERE result.items.0.n == -2.5", "WHERE result.ok == true", ""])
+_PATHS = st.sampled_from(["args.id", "result.status.code"])
+
+
+def _map_rule_text(draw, kinds: list[str], property_names: list[str]) -> str:
+    selector = draw(_SELECTORS)
+    tool = selector == "TOOL"
+    parts = [f"WHEN {selector}"]
+    if tool and draw(st.booleans()):
+        parts[0] += " " + _string(draw(st.sampled_from(["cancel_*", "lookup", "*"]) | labels.filter(bool)))
+    if tool:
+        parts += [c for c in draw(st.lists(_TOOL_CONDITIONS, max_size=2)) if c]
+    if draw(st.integers(0, 4)) == 0:
+        parts.append("SKIP")
+    else:
+        parts.append("AS " + draw(st.sampled_from(kinds)))
+        text = st.just(_string("a label")) | labels.map(_string) | (_PATHS if tool else st.nothing())
+        options = [f"LABEL {draw(text)}", f"DETAIL {draw(text)}", f"FOR {draw(st.sampled_from(property_names))}"]
+        parts += draw(st.lists(st.sampled_from(options), max_size=3, unique=True))
+    return draw(gaps).join(parts) + draw(comments)
+
+
+def _mapping_text(draw, kinds: list[str], property_names: list[str]) -> str:
+    rules = draw(st.lists(st.builds(lambda: None), max_size=4))
+    lines = [f"MAP {{{draw(comments)}"] + ["  " + _map_rule_text(draw, kinds, property_names) for _ in rules]
+    return "\n".join(lines + ["}" + draw(comments)])
 
 
 def _property_text(draw, spec: dict) -> str:

@@ -49,3 +49,41 @@ def test_bundle_result(name: str):
         assert report["chain"]["served"] == expected["served"]
     if "text" in expected:
         assert rubric.check(bundle).to_text() == (BUNDLES / expected["text"]).read_text(encoding="utf-8")
+
+
+TRACES = RUBRICS / "traces"
+TRACE_EXPECTED = {k: v for k, v in json.loads((TRACES / "expected.json").read_text()).items() if k != "$comment"}
+
+
+def test_every_trace_has_an_expectation():
+    shipped = {p.relative_to(TRACES).as_posix() for p in TRACES.glob("*/*.json")}
+    assert shipped == set(TRACE_EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(TRACE_EXPECTED))
+def test_trace_result(name: str):
+    expected = TRACE_EXPECTED[name]
+    trace = json.loads((TRACES / name).read_text(encoding="utf-8"))
+    with admiss.load(RUBRICS / expected["rubric"]) as rubric:
+        report = rubric.check(trace).to_dict()
+    assert report["aggregate"] == expected["aggregate"]
+    assert report["missing_evidence_count"] == expected["missing_evidence_count"]
+    assert [p["verdict"] for p in report["properties"]] == expected["verdicts"]
+    assert report["verdict"] == expected["verdict"]
+    assert report["chain"]["served"] == expected["served"]
+
+
+def test_a_refund_claimed_after_the_tool_errored_fails_in_every_format():
+    from admiss.traces.read import FORMAT_NAMES
+
+    with admiss.load(RUBRICS / "booking_cancellation.rubric") as rubric:
+        reports = [rubric.check(json.loads(path.read_text(encoding="utf-8"))).to_dict(full=True)
+                   for path in sorted((TRACES / "booking_cancellation").glob("refund_claimed_after_error*.json"))]
+    assert sorted(r["trace"]["format"] for r in reports) == sorted(FORMAT_NAMES)
+    for report in reports:
+        assert report["verdict"] == "fail", report["trace"]["format"]
+        cancelled, refunded = report["properties"]
+        assert cancelled["verdict"] == "yes" and len(cancelled["evidence_steps"]) == 1
+        # The failed refund call is flawed, and the agent's own claim is only a final answer.
+        assert [(e["kind"], e["reason"]) for e in refunded["excluded"]] == [
+            ("flawed_tool_call", "forbidden"), ("final_answer", "forbidden")], report["trace"]["format"]

@@ -90,9 +90,21 @@ PROPERTY named_operator "Named operator evidence comes from a 10-K or 10-Q filin
 PROPERTY tested { ADMIT procedurally_sound_tool_call }
 ''',
     "empty.rubric": "# nothing but a comment\n",
+    "mapping.rubric": '''
+PROPERTY filed { ADMIT verified_external_source }
+MAP {
+  WHEN TOOL "fetch_*" OUTCOME ok WHERE args.form == "10-K" WHERE result.page == 3
+    AS verified_external_source LABEL result.title DETAIL "a 10-K" FOR filed
+  WHEN TOOL OUTCOME failed, bad_args WHERE result.ok == false WHERE args.x == null AS flawed_tool_call
+  WHEN TOOL SKIP
+  WHEN FINAL AS final_answer
+  WHEN TEXT AS interpretation LABEL "assistant"
+  WHEN REASONING SKIP
+}
+''',
 }
 # Rubrics whose reports can be compared without running a chain's gates.
-WITHOUT_CHAINS = ["kinds_and_escapes.rubric", "seed.rubric", "empty.rubric"]
+WITHOUT_CHAINS = ["kinds_and_escapes.rubric", "seed.rubric", "empty.rubric", "mapping.rubric"]
 
 BUNDLE = {
     "evidence": [
@@ -327,3 +339,17 @@ def test_equality_ignores_spans_but_the_bytes_keep_them():
     other = admiss.compile_source("\n\nPROPERTY   p {\n  ADMIT\n    summary\n}\n", "r.rubric")
     assert one.ir == other.ir
     assert one.to_ir_json() != other.to_ir_json()
+
+
+def test_a_map_block_is_written_as_mapping_and_loads_back(tmp_path):
+    # Version 2 (MEANING MODEL and MAP) is written for every rubric; only one with a MAP
+    # block has the mapping key, and version 1 IR is refused (its consumers know neither).
+    data = compiled("mapping.rubric")
+    assert data["ir_version"] == 2 and errors(data) == []
+    assert all("mapping" not in compiled(name) for name in SOURCES if name != "mapping.rubric")
+    path = tmp_path / "mapping.json"
+    path.write_text(json.dumps(data))
+    assert admiss.load(path).ir == admiss.compile_source(SOURCES["mapping.rubric"], "mapping.rubric").ir
+    without_mapping = {key: value for key, value in data.items() if key != "mapping"}
+    assert errors(without_mapping) == []
+    assert errors({**data, "ir_version": 1}) != []

@@ -72,9 +72,11 @@ def full_excluded(excluded: list[tuple[dict, "Exclusion"]], bases: dict[int, dic
 
 
 def property_dict(result: "PropertyResult", positions: Positions, full: bool = False,
-                  bases: dict[int, dict] | None = None) -> dict[str, Any]:
+                  bases: dict[int, dict] | None = None, steps: bool = False) -> dict[str, Any]:
+    """A property's report; with ``steps`` (a checked trace), the step reference of each
+    admitted item, in the order of ``evidence``."""
     prop = result.prop
-    return {
+    out = {
         "property": prop.display_name,
         "name": prop.name,
         "admissible": list(prop.admissible),
@@ -87,13 +89,17 @@ def property_dict(result: "PropertyResult", positions: Positions, full: bool = F
         "default_verdict": prop.default,
         "verdict": result.verdict,
     }
+    if steps:
+        out["evidence_steps"] = [copy.deepcopy(item.get("step")) for item in result.admitted]
+    return out
 
 
-def _properties(results: list["PropertyResult"], evidence: Sequence[dict], full: bool) -> list[dict[str, Any]]:
+def _properties(results: list["PropertyResult"], evidence: Sequence[dict], full: bool,
+                steps: bool = False) -> list[dict[str, Any]]:
     # Positions (lean) or laid-out item fields (full) are made once for all properties.
     positions = positions_of(evidence) if not full and any(r.excluded for r in results) else {}
     bases: dict[int, dict] = {}
-    return [property_dict(r, positions, full, bases) for r in results]
+    return [property_dict(r, positions, full, bases, steps) for r in results]
 
 
 def gate_dict(record: "GateRecord", full: bool = False) -> dict[str, Any]:
@@ -155,8 +161,10 @@ def report_dict(report: "ReportData", full: bool = False) -> dict[str, Any]:
         "verdict": report.verdict,
         "aggregate": report.aggregate,
         "missing_evidence_count": report.missing_evidence_count,
-        "properties": _properties(report.properties, report.evidence, full),
+        "properties": _properties(report.properties, report.evidence, full, report.trace is not None),
     }
     if report.chain is not None:
         out["chain"] = chain_dict(report.chain, full)
+    if report.trace is not None:
+        out["trace"] = copy.deepcopy(report.trace)
     return out

@@ -15,7 +15,7 @@ class ReportData:
     """
 
     __slots__ = ("rubric", "bundle_name", "properties", "missing_evidence_count", "aggregate", "chain", "verdict",
-                 "evidence")
+                 "evidence", "trace")
 
     def __init__(self, rubric: CompiledRubric, bundle_name: str | None, properties: list[PropertyResult],
                  chain: Any = None, evidence: Sequence[dict] = ()):
@@ -28,3 +28,5 @@ class ReportData:
         # With a CHAIN the chain decides; without one, the properties' aggregate does.
         self.verdict = self.aggregate if chain is None else chain.verdict
         self.evidence = evidence
+        # For a checked trace: its format and the steps not offered as evidence.
+        self.trace: dict | None = None

@@ -40,7 +40,11 @@ class StepRef:
 
     def to_dict(self) -> dict[str, Any]:
         """The reference as JSON, without the fields the format does not give."""
-        return {key: value for key, value in attrs.asdict(self).items() if value is not None}
+        # Read field by field, not with attrs.asdict: every evidence item of a trace makes one.
+        return {key: value for key in _REF_FIELDS if (value := getattr(self, key)) is not None}
+
+
+_REF_FIELDS = tuple(field.name for field in attrs.fields(StepRef))
 
 
 @attrs.frozen
@@ -68,12 +72,29 @@ class Step:
 
 
 @attrs.frozen
+class Skipped:
+    """An element of the source that a reader read but made no step of, and why.
+
+    With the steps (and their ``result_ref``), the skipped elements account for every
+    element of the source exactly once: nothing a trace holds is silently lost.
+    """
+
+    ref: StepRef
+    reason: str
+
+
+@attrs.frozen
 class Trace:
-    """A whole run: its steps in order, and what a CHAIN gates (the final answer, the model)."""
+    """A whole run: its steps in order, and what a CHAIN gates (the final answer, the model).
+
+    ``skipped`` lists the source elements that gave no step (an empty message, an item type
+    that carries no evidence), each with its reason.
+    """
 
     format: str
     steps: tuple[Step, ...]
     model: str | None = None
+    skipped: tuple[Skipped, ...] = ()
 
     @property
     def final_answer(self) -> str | None:

@@ -80,7 +80,7 @@ def api_outcome(case: Path):
     rubric = admiss.load(str(case / settings["rubric"]))
     # The engine's own bundle decoder, so invalid JSON is a located B001 here too.
     bundle = parse_bundle_text(read_text(case / settings["bundle"]), settings["bundle"])
-    return rubric.check(bundle)
+    return rubric.check(bundle, trace_format=settings.get("trace"))
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
@@ -115,6 +115,8 @@ def admiss_command() -> list[str]:
 def run_cli(case: Path, output_format: str, *more: str) -> subprocess.CompletedProcess:
     settings = config(case)
     args = ["check", "--rubric", settings["rubric"], "--format", output_format, *more, settings["bundle"]]
+    if "trace" in settings:
+        args += ["--trace", settings["trace"]]
     return subprocess.run(
         admiss_command() + args, cwd=case, capture_output=True, text=True, encoding="utf-8", timeout=60
     )

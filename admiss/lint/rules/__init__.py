@@ -42,3 +42,35 @@ def judge_questions(rubric: ir.Rubric) -> Iterator[tuple[ir.Gate, str]]:
     for _, gate in gates_in(rubric):
         if gate.kind == "judge" and gate.rubric is not None:
             yield gate, gate.rubric
+
+
+# Outcomes a tool call can end with other than success, and all of them.
+FAILED_OUTCOMES = ir.MAP_OUTCOME_SETS["failed"]
+_ALL_OUTCOMES = FAILED_OUTCOMES | ir.MAP_OUTCOME_SETS["ok"]
+
+
+def map_rules(rubric: ir.Rubric) -> Iterator[ir.MapRule]:
+    """The MAP block's rules in order (none without a MAP block)."""
+    return iter(rubric.mapping.rules if rubric.mapping is not None else ())
+
+
+def outcomes_of(rule: ir.MapRule) -> frozenset[str]:
+    """The tool-call outcomes a rule takes (every outcome without OUTCOME)."""
+    if not rule.outcomes:
+        return _ALL_OUTCOMES
+    return frozenset().union(*(ir.MAP_OUTCOME_SETS.get(ref.value, ()) for ref in rule.outcomes))
+
+
+def always_applies(rule: ir.MapRule) -> bool:
+    """Whether a rule decides every step its selector and OUTCOME pick: no WHERE, and no
+    LABEL or DETAIL path that could be missing and pass the step on."""
+    paths = [v for v in (rule.label, rule.detail) if v is not None and v.is_path]
+    return not rule.where and not paths
+
+
+def offered_to(rubric: ir.Rubric, rule: ir.MapRule) -> list[ir.Property]:
+    """The properties a rule's items are offered to: its FOR property, else every one."""
+    if rule.property is None:
+        return list(rubric.properties)
+    return [p for p in rubric.properties if p.name == rule.property.value]
+

@@ -1,0 +1,136 @@
+"""OpenAI Chat Completions messages: a JSON array of messages, or an object with ``messages``.
+
+Each message has a ``role``: ``system`` and ``developer`` give SYSTEM steps, ``user`` USER
+steps, ``assistant`` an ASSISTANT_TEXT step (when it has text) and one TOOL_CALL per entry
+of its ``tool_calls``; a ``tool`` message is the result of the call its ``tool_call_id``
+names. ``content`` is a string or a list of parts, whose ``text`` (and ``refusal``) parts
+are joined by newlines; image, audio and file parts hold no text. A tool result is an error
+by ``build.error_in``; a call with no tool message after it has no result.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from admiss.traces.build import Steps, error_in, fail, field, parse_arguments, result_value, type_word, typed
+from admiss.traces.steps import ASSISTANT_TEXT, SYSTEM, USER, Step, StepRef, Trace
+
+NAME = "openai_chat"
+_TEXT_ROLES = {"system": SYSTEM, "developer": SYSTEM, "user": USER}
+ROLES = ("system", "developer", "user", "assistant", "tool")
+# Marks of the other message formats, so a trace in one of them is not read as this one.
+ANTHROPIC_BLOCKS = frozenset(("tool_use", "tool_result", "thinking", "redacted_thinking"))
+
+
+def messages_of(value: Any, name: str) -> tuple[list, str]:
+    """The message list of ``value`` and the JSON path it stands at."""
+    if isinstance(value, list):
+        return value, "$"
+    if isinstance(value, dict) and "messages" in value:
+        return typed(value["messages"], list, name, "messages"), "messages"
+    fail(name, "$", "no messages: a Chat Completions trace is an array of messages or an object with \"messages\"")
+
+
+def mismatch(value: Any) -> tuple[str, str] | None:
+    """Where and why ``value`` is not a Chat Completions trace, or None when it is one."""
+    if isinstance(value, dict):
+        if "messages" not in value:
+            return "$", "no \"messages\" array"
+        if "system" in value:
+            return "system", "a top-level system prompt is Anthropic's, not Chat Completions'"
+        messages, base = value["messages"], "messages"
+        if not isinstance(messages, list):
+            return base, "not an array"
+    elif isinstance(value, list):
+        messages, base = value, "$"
+    else:
+        return "$", "neither an array of messages nor an object with \"messages\""
+    for i, message in enumerate(messages):
+        where = f"{base}[{i}]"
+        if not isinstance(message, dict):
+            return where, "a message must be an object"
+        if "type" in message:
+            return f"{where}.type", "typed items are the Responses API's; messages have only a role"
+        role = message.get("role")
+        if role not in ROLES:
+            return f"{where}.role", f"{role!r} is not a Chat Completions role"
+        if role != "user" and role != "assistant" or "tool_calls" in message:
+            return None  # only Chat Completions has these roles and tool_calls
+        content = message.get("content")
+        if isinstance(content, list):
+            for j, part in enumerate(content):
+                if isinstance(part, dict) and type(part.get("type")) is str and part["type"] in ANTHROPIC_BLOCKS:
+                    return f"{where}.content[{j}].type", f"{part['type']} blocks are Anthropic's"
+    return None
+
+
+def read(value: Any, name: str) -> Trace:
+    """The Trace of Chat Completions ``value``; TraceError at the first element that breaks the format."""
+    messages, base = messages_of(value, name)
+    steps = Steps(NAME, name)
+    for i, message in enumerate(messages):
+        where = f"{base}[{i}]"
+        if type(message) is not dict:
+            typed(message, dict, name, where)
+        role = message.get("role")
+        if type(role) is not str:
+            field(message, "role", str, name, where)
+        if role == "assistant":
+            _assistant(steps, message, i, where, name)
+        elif role == "tool":
+            call_id = field(message, "tool_call_id", str, name, where)
+            text = content_text(message.get("content"), name, where)
+            result = result_value(text)
+            steps.answer(call_id, result, error_in(result), StepRef(NAME, where, i, call_id),
+                         f"{where}.tool_call_id")
+        elif role in _TEXT_ROLES:
+            text = content_text(message.get("content"), name, where)
+            if text:
+                steps.add(Step(_TEXT_ROLES[role], StepRef(NAME, where, i), text=text))
+            else:
+                steps.skip(StepRef(NAME, where, i), f"{role} message with no text")
+        else:
+            fail(name, f"{where}.role", f"unknown role '{role}'", hint="roles: " + ", ".join(ROLES))
+    model = value.get("model") if isinstance(value, dict) else None
+    return steps.trace(model)
+
+
+def _assistant(steps: Steps, message: dict, i: int, where: str, name: str) -> None:
+    text = content_text(message.get("content"), name, where)
+    if not text and isinstance(message.get("refusal"), str):
+        text = message["refusal"]
+    if text:
+        steps.add(Step(ASSISTANT_TEXT, StepRef(NAME, where, i), text=text))
+    calls = message.get("tool_calls")
+    if calls is None:
+        if not text:
+            steps.skip(StepRef(NAME, where, i), "assistant message with no text and no tool calls")
+        return
+    for j, call in enumerate(typed(calls, list, name, f"{where}.tool_calls")):
+        at = f"{where}.tool_calls[{j}]"
+        if type(call) is not dict:
+            typed(call, dict, name, at)
+        call_id = field(call, "id", str, name, at)
+        function = field(call, "function", dict, name, at)
+        tool = field(function, "name", str, name, f"{at}.function")
+        if "arguments" not in function:
+            fail(name, f"{at}.function.arguments", "missing")
+        args, parsed = parse_arguments(function["arguments"])
+        steps.call(StepRef(NAME, at, i, call_id), tool, args, parsed, call_id, f"{at}.id")
+    if not text and not calls:
+        steps.skip(StepRef(NAME, where, i), "assistant message with no text and no tool calls")
+
+
+def content_text(content: Any, name: str, where: str) -> str:
+    """The text of a message's ``content``: a string, or its text parts joined by newlines."""
+    if content is None or type(content) is str:
+        return content or ""
+    if type(content) is not list:
+        fail(name, f"{where}.content", f"must be a string or an array of parts, not {type_word(content)}")
+    texts = []
+    for j, part in enumerate(content):
+        at = f"{where}.content[{j}]"
+        kind = field(typed(part, dict, name, at), "type", str, name, at)
+        if kind == "text" or kind == "refusal":
+            texts.append(field(part, kind, str, name, at))
+    return "\n".join(texts)

@@ -1,0 +1,288 @@
+"""OpenTelemetry GenAI spans: an OTLP JSON export (``resourceSpans[].scopeSpans[].spans[]``)
+following the GenAI semantic conventions.
+
+Spans are read in order of ``startTimeUnixNano`` (ties in file order). A span's
+``gen_ai.operation.name`` says what it is:
+
+- ``execute_tool``: a tool call (``gen_ai.tool.name``, ``gen_ai.tool.call.id``,
+  ``gen_ai.tool.call.arguments``, ``gen_ai.tool.call.result``). When an earlier chat span's
+  output requested the call (same id), the span is that call's result; otherwise it is the
+  call and its result. It is an error when the span's ``status.code`` is ERROR (``2`` or
+  ``"STATUS_CODE_ERROR"``) or it has an ``error.type`` attribute; with neither and no
+  result recorded, the call has no result.
+- ``chat``, ``generate_content``, ``text_completion``: a model call. Its
+  ``gen_ai.system_instructions`` give a system step (when they differ from the last ones
+  read); of its ``gen_ai.input.messages``, the messages after the last assistant message
+  are new (the rest is history that earlier spans gave): their user and system texts give
+  steps and their ``tool_call_response`` parts answer calls no tool span answered; its
+  ``gen_ai.output.messages`` give assistant text (text parts joined by newlines, where the
+  first stands), ``reasoning`` steps and tool calls (``tool_call`` parts).
+- any other operation (``invoke_agent``, ``create_agent``, ``embeddings``), or none: skipped.
+
+Attributes are looked up on the span, then on its events. Values are OTLP JSON AnyValues
+(``{"stringValue": ...}``, ``intValue``, ``kvlistValue``, ...); message lists and tool
+arguments or results given as JSON text are parsed.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from admiss.traces.build import (
+    DANGLING, Steps, error_in, fail, field, parse_arguments, result_value, short, type_word, typed,
+)
+from admiss.traces.steps import ASSISTANT_TEXT, REASONING, SYSTEM, USER, Step, StepRef, Trace
+
+NAME = "otel_genai"
+CHAT_OPERATIONS = frozenset(("chat", "generate_content", "text_completion"))
+_ERROR_CODES = (2, "2", "STATUS_CODE_ERROR")
+_ROLES = {"user": USER, "system": SYSTEM}
+
+
+def mismatch(value: Any) -> tuple[str, str] | None:
+    """Where and why ``value`` is not an OTLP JSON span export, or None when it is one."""
+    if not isinstance(value, dict) or "resourceSpans" not in value:
+        return "$", "no \"resourceSpans\" array (an OTLP JSON trace export)"
+    return None if isinstance(value["resourceSpans"], list) else ("resourceSpans", "not an array")
+
+
+def read(value: Any, name: str) -> Trace:
+    """The Trace of OTLP JSON ``value``; TraceError at the first element that breaks the format."""
+    typed(value, dict, name, "$")
+    if "resourceSpans" not in value:
+        fail(name, "$", "no \"resourceSpans\": an OTel GenAI trace is an OTLP JSON export")
+    reading = _Reading(Steps(NAME, name), name)
+    for span, where in _spans_in_order(value, name):
+        reading.span(span, where)
+    return reading.steps.trace(reading.model)
+
+
+def _spans_in_order(value: dict, name: str) -> list[tuple[dict, str]]:
+    found = []
+    for r, resource in enumerate(typed(value["resourceSpans"], list, name, "resourceSpans")):
+        at = f"resourceSpans[{r}]"
+        for s, scope in enumerate(field(typed(resource, dict, name, at), "scopeSpans", list, name, at)):
+            at_scope = f"{at}.scopeSpans[{s}]"
+            for k, span in enumerate(field(typed(scope, dict, name, at_scope), "spans", list, name, at_scope)):
+                where = f"{at_scope}.spans[{k}]"
+                typed(span, dict, name, where)
+                found.append((_start(span, name, where), len(found), span, where))
+    found.sort(key=lambda entry: entry[:2])
+    return [(span, where) for _, _, span, where in found]
+
+
+def _start(span: dict, name: str, where: str) -> int:
+    start = span.get("startTimeUnixNano", 0)
+    if type(start) is int or type(start) is str and start.isdigit():
+        return int(start)
+    fail(name, f"{where}.startTimeUnixNano", f"must be a number of nanoseconds, not {type_word(start)}")
+
+
+def any_value(value: Any, name: str, where: str) -> Any:
+    """The plain value of an OTLP JSON AnyValue (``{"stringValue": "x"}`` is ``"x"``)."""
+    typed(value, dict, name, where)
+    if not value:
+        return None
+    kind, inner = next(iter(value.items()))
+    if kind == "stringValue" or kind == "boolValue" or kind == "doubleValue" or kind == "bytesValue":
+        return inner
+    if kind == "intValue":
+        return int(inner) if type(inner) is str and inner.lstrip("-").isdigit() else inner
+    if kind == "arrayValue":
+        values = field(typed(inner, dict, name, f"{where}.arrayValue"), "values", list, name, f"{where}.arrayValue") \
+            if inner else []
+        return [any_value(item, name, f"{where}.arrayValue.values[{i}]") for i, item in enumerate(values)]
+    if kind == "kvlistValue":
+        return _attributes(typed(inner, dict, name, f"{where}.kvlistValue").get("values", []), name,
+                           f"{where}.kvlistValue.values")
+    fail(name, where, f"unknown AnyValue kind '{kind}'")
+
+
+def _attributes(pairs: Any, name: str, where: str) -> dict[str, Any]:
+    """``{key: plain value}`` of an OTLP key-value list."""
+    out = {}
+    for i, pair in enumerate(typed(pairs, list, name, where)):
+        at = f"{where}[{i}]"
+        key = field(typed(pair, dict, name, at), "key", str, name, at)
+        out[key] = any_value(pair.get("value", {}), name, f"{at}.value")
+    return out
+
+
+class _Reading:
+    """The state of one pass over the spans: the steps, the last system instructions read,
+    the model of the last chat span."""
+
+    def __init__(self, steps: Steps, name: str):
+        self.steps, self.name = steps, name
+        self.system: str | None = None
+        self.model: str | None = None
+
+    def span(self, span: dict, where: str) -> None:
+        attributes = _attributes(span.get("attributes", []), self.name, f"{where}.attributes")
+        events = span.get("events", [])
+        for i, event in enumerate(typed(events, list, self.name, f"{where}.events")):
+            at = f"{where}.events[{i}]"
+            for key, value in _attributes(typed(event, dict, self.name, at).get("attributes", []), self.name,
+                                          f"{at}.attributes").items():
+                attributes.setdefault(key, value)
+        span_id = span.get("spanId") if type(span.get("spanId")) is str else None
+        operation = attributes.get("gen_ai.operation.name")
+        ref = StepRef(NAME, where, span_id=span_id)
+        if type(operation) is not str:
+            self.steps.skip(ref, "span with no GenAI operation")
+        elif operation == "execute_tool":
+            self.tool(span, attributes, ref)
+        elif operation in CHAT_OPERATIONS:
+            self.chat(attributes, ref)
+        else:
+            self.steps.skip(ref, f"{operation} span")
+
+    def tool(self, span: dict, attributes: dict, ref: StepRef) -> None:
+        where = ref.path
+        tool = attributes.get("gen_ai.tool.name")
+        if not isinstance(tool, str):
+            fail(self.name, f"{where}.attributes", "no gen_ai.tool.name string on an execute_tool span")
+        call_id = attributes.get("gen_ai.tool.call.id")
+        call_id = call_id if isinstance(call_id, str) else None
+        ref = StepRef(NAME, where, tool_call_id=call_id, span_id=ref.span_id)
+        requested = call_id is not None and self.steps.has_call(call_id)  # by an earlier chat span's output
+        if not requested:
+            args, parsed = parse_arguments(attributes.get("gen_ai.tool.call.arguments"))
+            call = self.steps.call(ref, tool, args, parsed, call_id)
+        has_result = "gen_ai.tool.call.result" in attributes
+        result = attributes.get("gen_ai.tool.call.result")
+        if isinstance(result, str):
+            result = result_value(result)
+        error = _span_error(span, attributes)
+        if error is None and not has_result:
+            if requested:  # the span is not the call itself, and gives it nothing
+                self.steps.skip(ref, "execute_tool span with no result recorded")
+            return
+        if requested:
+            self.steps.answer(call_id, result, error, ref, f"{where}.attributes")
+        else:  # the result stands in the call's own span: no result_ref apart from the call
+            self.steps.resolve(call, result, error, None)
+
+    def chat(self, attributes: dict, ref: StepRef) -> None:
+        where = ref.path
+        model = attributes.get("gen_ai.response.model") or attributes.get("gen_ai.request.model")
+        if isinstance(model, str):
+            self.model = model
+        if "gen_ai.system_instructions" in attributes:
+            at = f"{where}.attributes[\"gen_ai.system_instructions\"]"
+            text = _parts_text(_json(attributes["gen_ai.system_instructions"], self.name, at), self.name, at)
+            at_ref = StepRef(NAME, at, span_id=ref.span_id)
+            if text and text != self.system:
+                self.system = text
+                self.steps.add(Step(SYSTEM, at_ref, text=text))
+            else:
+                self.steps.skip(at_ref, "the system instructions already read" if text else "no text")
+        if "gen_ai.input.messages" in attributes:
+            at = f"{where}.attributes[\"gen_ai.input.messages\"]"
+            self.inputs(typed(_json(attributes["gen_ai.input.messages"], self.name, at), list, self.name, at), at, ref)
+        if "gen_ai.output.messages" in attributes:
+            at = f"{where}.attributes[\"gen_ai.output.messages\"]"
+            self.outputs(typed(_json(attributes["gen_ai.output.messages"], self.name, at), list, self.name, at), at,
+                         ref)
+
+    def inputs(self, messages: list, where: str, span: StepRef) -> None:
+        start = 0
+        for i, message in enumerate(messages):
+            if isinstance(message, dict) and message.get("role") == "assistant":
+                start = i + 1
+        for i in range(start, len(messages)):
+            at = f"{where}[{i}]"
+            message = typed(messages[i], dict, self.name, at)
+            role = field(message, "role", str, self.name, at)
+            parts = field(message, "parts", list, self.name, at)
+            ref = StepRef(NAME, at, i, span_id=span.span_id)
+            if role in _ROLES:
+                text = _parts_text(parts, self.name, f"{at}.parts")
+                if text:
+                    self.steps.add(Step(_ROLES[role], ref, text=text))
+                else:
+                    self.steps.skip(ref, f"{role} message with no text")
+            elif role == "tool":
+                self.tool_responses(parts, f"{at}.parts", i, span)
+            else:
+                fail(self.name, f"{at}.role", f"unknown role '{role}' after the last assistant message",
+                     hint="roles: system, user, assistant, tool")
+
+    def tool_responses(self, parts: list, where: str, i: int, span: StepRef) -> None:
+        for j, part in enumerate(parts):
+            at = f"{where}[{j}]"
+            typed(part, dict, self.name, at)
+            call_id = field(part, "id", str, self.name, at) if part.get("type") == "tool_call_response" else None
+            ref = StepRef(NAME, at, i, call_id, span_id=span.span_id)
+            if call_id is None:
+                self.steps.skip(ref, f"{part.get('type')} part of a tool message")
+            elif self.steps.is_open(call_id):
+                result = part.get("response", part.get("result"))
+                result = result_value(result) if isinstance(result, str) else result
+                self.steps.answer(call_id, result, error_in(result), ref, f"{at}.id")
+            elif self.steps.has_call(call_id):
+                self.steps.skip(ref, "a result its execute_tool span already gave")
+            else:
+                fail(self.name, f"{at}.id", f"a tool result for no tool call before it (id '{call_id}')", DANGLING,
+                     hint="a result must come after the tool call it answers, naming the call's id")
+
+    def outputs(self, messages: list, where: str, span: StepRef) -> None:
+        for i, message in enumerate(messages):
+            at = f"{where}[{i}]"
+            parts = field(typed(message, dict, self.name, at), "parts", list, self.name, at)
+            texts, text_at, only_text = [], self.steps.position(), True
+            for j, part in enumerate(parts):
+                part_at = f"{at}.parts[{j}]"
+                kind = field(typed(part, dict, self.name, part_at), "type", str, self.name, part_at)
+                if kind == "text":
+                    if not texts:
+                        text_at = self.steps.position()
+                    texts.append(field(part, "content", str, self.name, part_at))
+                    continue
+                only_text = False
+                ref = StepRef(NAME, part_at, i, span_id=span.span_id)
+                if kind == "reasoning":
+                    self.steps.add(Step(REASONING, ref, text=field(part, "content", str, self.name, part_at)))
+                elif kind == "tool_call":
+                    call_id = field(part, "id", str, self.name, part_at)
+                    args, parsed = parse_arguments(part.get("arguments"))
+                    self.steps.call(StepRef(NAME, part_at, i, call_id, span_id=span.span_id),
+                                    field(part, "name", str, self.name, part_at), args, parsed, call_id,
+                                    f"{part_at}.id")
+                else:
+                    self.steps.skip(ref, f"{kind} part")
+            text = "\n".join(texts)
+            if text:
+                self.steps.insert(text_at, Step(ASSISTANT_TEXT, StepRef(NAME, at, i, span_id=span.span_id), text=text))
+            elif only_text:
+                self.steps.skip(StepRef(NAME, at, i, span_id=span.span_id), "output message with no text")
+
+
+def _span_error(span: dict, attributes: dict) -> str | None:
+    """Why an execute_tool span failed: its ERROR status or its error.type; else None."""
+    status = span.get("status")
+    failed = isinstance(status, dict) and status.get("code") in _ERROR_CODES
+    kind = attributes.get("error.type")
+    if not failed and kind is None:
+        return None
+    message = status.get("message") if isinstance(status, dict) else None
+    reasons = [str(reason) for reason in (kind, message) if reason]
+    return short(": ".join(reasons)) if reasons else "status ERROR"
+
+
+def _json(value: Any, name: str, where: str) -> Any:
+    """A structured attribute as it is; one given as JSON text, parsed."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        fail(name, where, "not valid JSON")
+
+
+def _parts_text(parts: Any, name: str, where: str) -> str:
+    """The ``content`` of the ``text`` parts of a part list, joined by newlines."""
+    return "\n".join(field(part, "content", str, name, f"{where}[{j}]")
+                     for j, part in enumerate(typed(parts, list, name, where))
+                     if typed(part, dict, name, f"{where}[{j}]").get("type") == "text")

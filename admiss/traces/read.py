@@ -1,0 +1,89 @@
+"""Reading a trace in any known format: the format named, or detected from the value's shape.
+
+Each format is one module with ``NAME``, ``mismatch(value)`` (where and why a value is not
+in the format, or None) and ``read(value, name)`` (the Trace, or TraceError). Detection
+tries the formats in ``FORMATS`` order and reads with the first that matches.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from types import ModuleType
+from typing import Any, Callable
+
+from admiss.collector import collector_paused
+from admiss.errors import Diagnostic, TraceError, did_you_mean
+from admiss.traces import adk, anthropic, openai_chat, openai_responses, otel_genai
+from admiss.traces.steps import Trace
+
+# B020: the value matches no format. B024: an unknown format name. B025: nested too deeply.
+NO_FORMAT, UNKNOWN_FORMAT, TOO_DEEP = "B020", "B024", "B025"
+
+FORMATS: dict[str, ModuleType] = {module.NAME: module for module in (openai_chat, openai_responses, anthropic, otel_genai, adk)}
+FORMAT_NAMES: tuple[str, ...] = tuple(FORMATS)
+
+
+def read_trace(value: Any, name: str = "<input>", format: str | None = None) -> Trace:
+    """The Trace of an already-parsed JSON ``value``, in ``format`` or the one its shape shows.
+
+    Raises TraceError: B020 when no format matches (naming each format and where and why it
+    did not), B024 for an unknown ``format``, and the format's own located errors.
+    """
+    module = format_module(format, name) if format is not None else detect(value, name)
+    return _reading(module.read, value, name)
+
+
+def read_traces(value: Any, name: str = "<input>", format: str | None = None) -> list[tuple[str, Trace | TraceError]]:
+    """Every run ``value`` holds, each with its name: the one trace of most values, or one
+    per eval case of an ADK eval set (named ``name#eval_cases[i]``). A run that cannot be
+    read has its TraceError in place of its Trace; the others are still read."""
+    try:
+        module = format_module(format, name) if format is not None else detect(value, name)
+    except TraceError as error:
+        return [(name, error)]
+    cases = adk.eval_cases(value) if module is adk else None
+    if cases is None:
+        return [(name, _or_error(module.read, value, name))]
+    return [(f"{name}#{path}", _or_error(partial(adk.read_case, path=path), case, f"{name}#{path}"))
+            for path, case in cases]
+
+
+def _or_error(read: Callable[[Any, str], Trace], value: Any, name: str) -> Trace | TraceError:
+    try:
+        return _reading(read, value, name)
+    except TraceError as error:
+        return error
+
+
+def _reading(read: Callable[[Any, str], Trace], value: Any, name: str) -> Trace:
+    try:
+        # Every object a reader makes stays alive until the Trace is built: the collector
+        # could free nothing, and would walk them all again and again.
+        with collector_paused():
+            return read(value, name)
+    except RecursionError:  # a value built in Python can nest deeper than the stack
+        raise TraceError([Diagnostic(TOO_DEEP, "the trace is nested too deeply to read", file=name)]) from None
+
+
+def format_module(format: str, name: str) -> ModuleType:
+    """The reader module of the format called ``format``, or TraceError B024."""
+    module = FORMATS.get(format) if isinstance(format, str) else None
+    if module is None:
+        hint = isinstance(format, str) and did_you_mean(format, FORMATS) or "formats: " + ", ".join(FORMAT_NAMES)
+        raise TraceError([Diagnostic(UNKNOWN_FORMAT, f"no trace format '{format}'", hint=hint, file=name)])
+    return module
+
+
+def detect(value: Any, name: str = "<input>") -> ModuleType:
+    """The reader module of the first format ``value`` matches, or TraceError B020 saying,
+    for each format, the JSON path where the value stopped matching it and why."""
+    misses = []
+    for module in FORMATS.values():
+        miss = module.mismatch(value)
+        if miss is None:
+            return module
+        misses.append((module.NAME, miss))
+    first = Diagnostic(NO_FORMAT, "not a trace in any known format (tried " + ", ".join(FORMAT_NAMES) + ")",
+                       hint="name the format to see all of its errors (--trace FORMAT)", file=name)
+    raise TraceError([first] + [Diagnostic(NO_FORMAT, f"not {fmt}: {path}: {why}", file=name)
+                                for fmt, (path, why) in misses])

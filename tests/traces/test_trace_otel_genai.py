@@ -1,0 +1,148 @@
+"""OpenTelemetry GenAI spans: the realistic OTLP export read step by step, and bad traces."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import admiss
+from admiss.errors import TraceError
+from admiss.traces.read import read_trace
+from admiss.traces.steps import Skipped, Step, StepRef
+
+FIXTURE = Path(__file__).parent / "fixtures" / "otel_genai.json"
+SPANS = "resourceSpans[0].scopeSpans[0].spans"
+CHAT1, CHAT2, CHAT3 = "0f1e2d3c4b5a6978", "2b3c4d5e6f708192", "4d5e6f7081920314"
+
+
+def at(span, attribute=None, rest=""):
+    return f"{SPANS}[{span}]" + (f'.attributes["{attribute}"]' if attribute else "") + rest
+
+
+def ref(path, span_id, index=None, call_id=None):
+    return StepRef("otel_genai", path, message_index=index, tool_call_id=call_id, span_id=span_id)
+
+
+def test_fixture_reads_to_exact_steps():
+    trace = admiss.read_trace(FIXTURE)
+    assert (trace.format, trace.model) == ("otel_genai", "gpt-4.1-2025-04-14")
+    assert list(trace.steps) == [
+        Step("system", ref(at(3, "gen_ai.system_instructions"), CHAT1),
+             text="You are Skyline Air's rebooking agent. Only state changes a tool confirmed."),
+        Step("user", ref(at(3, "gen_ai.input.messages", "[0]"), CHAT1, 0),
+             text="Please cancel my flight on booking SKY4QZ and refund it to my card."),
+        Step("tool_call", ref(at(3, "gen_ai.output.messages", "[0].parts[0]"), CHAT1, 0, "call_VZ1x8"),
+             tool_name="get_booking", args={"record_locator": "SKY4QZ"},
+             result={"record_locator": "SKY4QZ", "fare_class": "Y", "refundable": True}, outcome="ok",
+             result_ref=ref(at(0), "1a2b3c4d5e6f7081", call_id="call_VZ1x8")),
+        Step("reasoning", ref(at(4, "gen_ai.output.messages", "[0].parts[0]"), CHAT2, 0),
+             text="Refundable fare, so cancel with refund to the original form of payment."),
+        Step("tool_call", ref(at(4, "gen_ai.output.messages", "[0].parts[1]"), CHAT2, 0, "call_Hq27c"),
+             tool_name="cancel_booking", args={"record_locator": "SKY4QZ", "refund": "original_payment"},
+             outcome="error", error="TimeoutError: reservation service did not answer in 5s",
+             result_ref=ref(at(1), "3c4d5e6f70819203", call_id="call_Hq27c")),
+        Step("final_answer", ref(at(5, "gen_ai.output.messages", "[0]"), CHAT3, 0),
+             text="Booking SKY4QZ is cancelled and the full fare will be refunded to your card within 7 days."),
+    ]
+    assert trace.skipped == (
+        Skipped(ref(at(2), "a1b2c3d4e5f60718"), "invoke_agent span"),
+        Skipped(ref(at(4, "gen_ai.system_instructions"), CHAT2), "the system instructions already read"),
+        Skipped(ref(at(4, "gen_ai.input.messages", "[2].parts[0]"), CHAT2, 2, "call_VZ1x8"),
+                "a result its execute_tool span already gave"),
+        Skipped(ref(at(5, "gen_ai.system_instructions"), CHAT3), "the system instructions already read"),
+        Skipped(ref(at(5, "gen_ai.input.messages", "[4].parts[0]"), CHAT3, 4, "call_Hq27c"),
+                "a result its execute_tool span already gave"),
+    )
+
+
+def attributes(**values):
+    return [{"key": key, "value": value} for key, value in values.items()]
+
+
+def export(*spans):
+    return {"resourceSpans": [{"resource": {}, "scopeSpans": [{"scope": {"name": "t"}, "spans": list(spans)}]}]}
+
+
+def tool_span(start="1", status=None, **extra):
+    span = {"spanId": "s" + start, "startTimeUnixNano": start, "attributes": attributes(**{
+        "gen_ai.operation.name": {"stringValue": "execute_tool"}, "gen_ai.tool.name": {"stringValue": "refund"},
+        **extra})}
+    if status is not None:
+        span["status"] = status
+    return span
+
+
+@pytest.mark.parametrize("span, outcome, error", [
+    (tool_span(status={"code": "STATUS_CODE_ERROR"}), "error", "status ERROR"),
+    (tool_span(status={"code": 2, "message": "boom"}), "error", "boom"),
+    (tool_span(**{"error.type": {"stringValue": "_OTHER"}}), "error", "_OTHER"),
+    (tool_span(status={"code": 1}), "no_result", "no result"),
+    (tool_span(**{"gen_ai.tool.call.result": {"kvlistValue": {"values": [
+        {"key": "refund_id", "value": {"stringValue": "R-1"}}, {"key": "amount", "value": {"intValue": "40"}}]}}}),
+     "ok", None),
+    (tool_span(**{"gen_ai.tool.call.arguments": {"stringValue": "{\"amount\": "},
+                  "gen_ai.tool.call.result": {"stringValue": "done"}}), "bad_args", "arguments are not valid JSON"),
+])
+def test_tool_span_outcomes(span, outcome, error):
+    [step] = read_trace(export(span), "t.json").steps
+    assert (step.outcome, step.error) == (outcome, error)
+    assert step.ref.path == f"{SPANS}[0]" and step.ref.span_id == "s1"
+
+
+def test_two_tool_spans_for_one_call_id():
+    result = {"gen_ai.tool.call.id": {"stringValue": "c1"}, "gen_ai.tool.call.result": {"stringValue": "ok"}}
+    with pytest.raises(TraceError) as caught:
+        read_trace(export(tool_span("1", **result), tool_span("2", **result)), "t.json")
+    assert caught.value.render() == (
+        f"t.json: B023 {SPANS}[1].attributes: tool call 'c1' is answered twice\n"
+        f"  hint: its first result is at {SPANS}[0]")
+
+
+def test_structured_values_and_results_on_events():
+    span = tool_span(**{"gen_ai.tool.call.arguments": {"kvlistValue": {"values": [
+        {"key": "ids", "value": {"arrayValue": {"values": [{"intValue": 7}, {"doubleValue": 1.5}]}}}]}}})
+    span["events"] = [{"name": "gen_ai.tool.result", "attributes": attributes(**{
+        "gen_ai.tool.call.result": {"stringValue": "{\"refunded\": true}"}})}]
+    [step] = read_trace(export(span), "t.json").steps
+    assert (step.args, step.result, step.outcome) == ({"ids": [7, 1.5]}, {"refunded": True}, "ok")
+
+
+def first_error(value):
+    with pytest.raises(TraceError) as caught:
+        read_trace(value, "t.json", "otel_genai")
+    return caught.value.diagnostics[0].render().split("\n")[0]
+
+
+def chat_span(inputs):
+    return {"spanId": "c", "startTimeUnixNano": "5", "attributes": attributes(**{
+        "gen_ai.operation.name": {"stringValue": "chat"}, "gen_ai.input.messages": {"stringValue": inputs}})}
+
+
+@pytest.mark.parametrize("value, message", [
+    (export(chat_span(json.dumps([{"role": "tool", "parts": [{"type": "tool_call_response", "id": "x", "response": 1}]}]))),
+     f"B022 {SPANS}[0].attributes[\"gen_ai.input.messages\"][0].parts[0].id: a tool result for no tool call before it "
+     "(id 'x')"),
+    (export(chat_span("[{")), f"B021 {SPANS}[0].attributes[\"gen_ai.input.messages\"]: not valid JSON"),
+    (export(chat_span("{}")), f"B021 {SPANS}[0].attributes[\"gen_ai.input.messages\"]: must be an array, not an object"),
+    (export({"startTimeUnixNano": "soon"}), f"B021 {SPANS}[0].startTimeUnixNano: must be a number of nanoseconds, "
+                                            "not a string"),
+    (export({"attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}}]}),
+     f"B021 {SPANS}[0].attributes: no gen_ai.tool.name string on an execute_tool span"),
+    (export({"attributes": [{"key": "a", "value": {"mapValue": 1}}]}),
+     f"B021 {SPANS}[0].attributes[0].value: unknown AnyValue kind 'mapValue'"),
+    ({"resourceSpans": [{"scopeSpans": {}}]}, "B021 resourceSpans[0].scopeSpans: must be an array, not an object"),
+    ({"resourceSpans": [{}]}, "B021 resourceSpans[0].scopeSpans: missing"),
+])
+def test_wrong_shapes_are_located(value, message):
+    assert first_error(value) == f"t.json: {message}"
+
+
+def test_deeply_nested_attribute_value_is_a_located_error():
+    value = {"stringValue": "x"}
+    for _ in range(50_000):
+        value = {"arrayValue": {"values": [value]}}
+    with pytest.raises(TraceError) as caught:
+        read_trace(export(tool_span(**{"gen_ai.tool.call.result": value})), "t.json")
+    assert [(d.code, d.file) for d in caught.value.diagnostics] == [("B025", "t.json")]

@@ -1,0 +1,203 @@
+"""Reading any trace: format detection, the B020 error that names every format tried, a
+format named by the caller, and raw bytes that never crash the reader."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import admiss
+from admiss.bundle import parse_bundle_text
+from admiss.errors import AdmissError, TraceError
+from admiss.traces.read import FORMAT_NAMES, read_trace
+from admiss.traces.steps import Trace
+
+
+def diagnostics(value, fmt=None):
+    with pytest.raises(TraceError) as caught:
+        read_trace(value, "t.json", fmt)
+    return [d.render() for d in caught.value.diagnostics]
+
+
+def test_no_format_names_every_format_and_where_it_broke():
+    shown = diagnostics({"conversation_id": "x", "turns": []})
+    assert shown[0] == ("t.json: B020 not a trace in any known format (tried " + ", ".join(FORMAT_NAMES) + ")\n"
+                        "  hint: name the format to see all of its errors (--trace FORMAT)")
+    assert [line.split(":")[1].split()[-1] for line in shown[1:]] == list(FORMAT_NAMES)
+    assert "t.json: B020 not openai_chat: $: no \"messages\" array" in shown
+
+
+def test_unhashable_values_where_names_are_expected_are_not_a_crash():
+    assert diagnostics([{"role": "user", "content": [{"type": ["text"], "text": "x"}]}]) == [
+        "t.json: B021 $[0].content[0].type: must be a string, not an array"]
+    spans = {"resourceSpans": [{"scopeSpans": [{"spans": [{"attributes": [
+        {"key": "gen_ai.operation.name", "value": {"arrayValue": {"values": []}}}]}]}]}]}
+    assert [s.reason for s in read_trace(spans, "t.json").skipped] == ["span with no GenAI operation"]
+
+
+def test_unknown_format_name_suggests_the_close_one():
+    assert diagnostics([], "openai-chat") == ["t.json: B024 no trace format 'openai-chat'\n"
+                                              "  hint: did you mean 'openai_chat'?"]
+
+
+def test_a_format_that_is_not_a_name():
+    assert diagnostics([], ["openai_chat"]) == ["t.json: B024 no trace format '['openai_chat']'\n"
+                                                "  hint: formats: " + ", ".join(FORMAT_NAMES)]
+
+
+def test_a_line_of_a_batch_is_located_in_its_file():
+    from admiss.traces.build import located
+
+    line = '[{"role": "tool", "tool_call_id": "c1", "content": "ok"}]'
+    with pytest.raises(TraceError) as caught:
+        read_trace(json.loads(line), "batch.jsonl:5")
+    error = located(caught.value, line, line_offset=4)
+    assert error.diagnostics[0].location() == "batch.jsonl:5:5:35"
+    assert error.render().split("\n")[1:3] == ["  " + line, "  " + " " * 34 + "^"]
+
+
+def test_a_named_format_reports_its_own_errors():
+    assert diagnostics({"turns": []}, "openai_chat")[0].startswith("t.json: B021 $: no messages")
+
+
+def test_api_reads_a_value_or_a_path(tmp_path):
+    value = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(value))
+    assert admiss.read_trace(value) == admiss.read_trace(path) == admiss.read_trace(str(path), format="openai_chat")
+    assert admiss.read_trace(value).final_answer == "hello"
+
+
+def test_api_file_errors_are_located(tmp_path):
+    broken = tmp_path / "broken.json"
+    broken.write_text('[{"role": "user",\n  "content": }]')
+    with pytest.raises(AdmissError) as caught:
+        admiss.read_trace(broken)
+    assert caught.value.diagnostics[0].code == "B001"
+    assert caught.value.render().startswith(f"{broken}:2:14: B001 invalid JSON")
+    latin = tmp_path / "latin.json"
+    latin.write_bytes(b'[{"role": "user", "content": "caf\xe9"}]')
+    with pytest.raises(AdmissError) as caught:
+        admiss.read_trace(latin)
+    assert caught.value.diagnostics[0].file == str(latin)
+    with pytest.raises(AdmissError) as caught:
+        admiss.read_trace(tmp_path / "missing.json")
+    assert caught.value.diagnostics[0].code == "E001"
+
+
+def test_deeply_nested_file_is_a_located_error(tmp_path):
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"messages": ' + "[" * 200_000 + "]" * 200_000 + "}")
+    with pytest.raises(AdmissError) as caught:
+        admiss.read_trace(deep)
+    assert caught.value.diagnostics[0].file == str(deep)
+
+
+def test_deeply_nested_value_built_in_python_is_a_located_error():
+    value = []
+    for _ in range(100_000):
+        value = [value]
+    with pytest.raises(TraceError) as caught:
+        read_trace({"messages": [{"role": "user", "content": value}]}, "t.json")
+    assert caught.value.diagnostics[0].file == "t.json"
+
+
+# Fragments of every format, so random bytes often come close to a real trace.
+FRAGMENTS = st.sampled_from([b'{"messages": [', b'{"role": "tool", "tool_call_id": "c1", "content": "x"}',
+                             b'{"role": "assistant", "tool_calls": [{"id": "c1", "function": {"name": "f", '
+                             b'"arguments": "{"}}]}', b'"type": "function_call"', b'{"resourceSpans": [',
+                             b'"events": [', b'"eval_cases": [', b'"content": [{"type": "tool_use"', b"]", b"}",
+                             b",", b"null", b'"\xff"', b"1e999", b'"\\ud800"', b"[" * 50])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(FRAGMENTS, st.binary(max_size=8)), max_size=12).map(b"".join))
+def test_raw_bytes_give_a_trace_or_an_admiss_error(raw):
+    try:
+        result = read_trace(parse_bundle_text(raw, "fuzz.json"), "fuzz.json")
+    except AdmissError as error:
+        assert error.diagnostics and all(d.file == "fuzz.json" for d in error.diagnostics)
+    else:
+        assert isinstance(result, Trace)
+
+
+def test_errors_in_a_file_point_at_line_and_column(tmp_path):
+    trace = tmp_path / "chat.json"
+    trace.write_text('{"messages": [\n  {"role": "user", "content": "hi"},\n'
+                     '  {"role": "tool", "tool_call_id": "call_9", "content": "ok"}\n]}\n')
+    with pytest.raises(TraceError) as caught:
+        admiss.read_trace(trace)
+    assert str(caught.value) == (
+        f"{trace}:3:36: B022 messages[1].tool_call_id: a tool result for no tool call before it (id 'call_9')\n"
+        '    {"role": "tool", "tool_call_id": "call_9", "content": "ok"}\n'
+        "  " + " " * 35 + "^\n"
+        "  hint: a result must come after the tool call it answers, naming the call's id")
+
+
+def test_a_missing_field_points_at_its_holder_and_b020_stays_unlocated(tmp_path):
+    trace = tmp_path / "chat.json"
+    trace.write_text('[\n {"role": "user", "content": "hi"},\n {"content": "no role"}\n]')
+    with pytest.raises(TraceError) as caught:
+        admiss.read_trace(trace, format="openai_chat")
+    assert caught.value.diagnostics[0].location() == f"{trace}:3:2"
+    trace.write_text('{"turns": []}')
+    with pytest.raises(TraceError) as caught:
+        admiss.read_trace(trace)
+    assert {d.location() for d in caught.value.diagnostics} == {str(trace)}
+
+
+@pytest.mark.parametrize("path, expected", [
+    ("messages[1].content[1].a", "2"), ("messages[1].role", '"tool"'), ("messages[9]", "["), ("$", "{"),
+    ("messages[0].missing", "{"), ('messages[1].attributes["x.y"][0]', "{"),
+])
+def test_json_offset_finds_the_deepest_element_on_the_path(path, expected):
+    from admiss.traces.build import json_offset
+
+    text = '{"messages": [\n {"role": "user", "content": "hi"},\n {"role": "tool", "content": [1, {"a": 2}]}\n]}'
+    assert text[json_offset(text, path):].startswith(expected)
+
+
+FIXTURES = sorted((Path(__file__).parent / "fixtures").glob("*.json"))
+JUNK = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=6)),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+                    max_leaves=6)
+
+
+def _subtrees(value, path=()):
+    yield path
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _subtrees(item, path + (key,))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _subtrees(item, path + (i,))
+
+
+def _replaced(value, path, new):
+    if not path:
+        return new
+    copy = dict(value) if isinstance(value, dict) else list(value)
+    copy[path[0]] = _replaced(value[path[0]], path[1:], new)
+    return copy
+
+
+@pytest.mark.parametrize("fixture", FIXTURES, ids=lambda p: p.stem)
+def test_fixtures_with_a_part_replaced_give_a_trace_or_a_located_error(fixture):
+    original = json.loads(fixture.read_text(encoding="utf-8"))
+    paths = list(_subtrees(original))
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.sampled_from(paths), JUNK, st.sampled_from([None, *FORMAT_NAMES]))
+    def replaced(path, junk, fmt):
+        try:
+            result = read_trace(_replaced(original, path, junk), "t.json", fmt)
+        except TraceError as error:
+            assert error.diagnostics and all(d.file == "t.json" and d.code.startswith("B0") for d in error.diagnostics)
+        else:
+            assert isinstance(result, Trace)
+
+    replaced()

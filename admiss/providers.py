@@ -12,6 +12,7 @@ been billed, so it is not repeated.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import os
 from typing import Any, Mapping, Sequence
 
@@ -45,6 +46,28 @@ class Completion:
     text: str
     # None when the server did not report token usage (the call cannot be priced).
     usage: Usage | None
+    finish_reason: str | None = None
+
+
+@attrs.frozen
+class Call:
+    """One model call that returned, as :func:`recording_calls` logs it."""
+
+    model: str
+    usage: Usage | None
+
+
+# The calls made in the current context (a request of the gateway), when someone records them.
+_calls: contextvars.ContextVar[list[Call] | None] = contextvars.ContextVar("admiss_calls", default=None)
+
+
+def recording_calls() -> list[Call]:
+    """Start logging every call that returns in this context (and the tasks it starts) to
+    the returned list: gates reach the provider from inside the cascade, and a receipt
+    needs each call's token usage."""
+    calls: list[Call] = []
+    _calls.set(calls)
+    return calls
 
 
 def split_model(model: str) -> tuple[str, str]:
@@ -74,10 +97,12 @@ class ChatClient:
         self._environ = os.environ if environ is None else environ
         self._http: httpx.AsyncClient | None = None
 
-    async def complete(self, model: str, messages: Sequence[Mapping[str, str]]) -> Completion:
-        """The reply to ``messages`` from ``model`` (the name without the provider prefix)."""
+    async def complete(self, model: str, messages: Sequence[Mapping[str, Any]],
+                       params: Mapping[str, Any] | None = None) -> Completion:
+        """The reply to ``messages`` from ``model`` (the name without the provider prefix);
+        ``params`` adds request fields such as ``temperature``."""
         headers = self._headers()
-        body = {"model": model, "messages": list(messages)}
+        body = {**(params or {}), "model": model, "messages": list(messages)}
         response = await self._post_with_retries(body, headers)
         return _completion(response, self.config.name)
 
@@ -153,10 +178,21 @@ class Providers:
         except ProviderError:
             return False
 
-    async def complete(self, model: str, messages: Sequence[Mapping[str, str]]) -> Completion:
+    async def complete(self, model: str, messages: Sequence[Mapping[str, Any]],
+                       params: Mapping[str, Any] | None = None) -> Completion:
         """Send ``messages`` to ``"NAME/model"`` through provider NAME."""
         name, model_name = split_model(model)
-        return await self._client(name).complete(model_name, messages)
+        completion = await self._client(name).complete(model_name, messages, params)
+        calls = _calls.get()
+        if calls is not None:
+            calls.append(Call(model, completion.usage))
+        return completion
+
+    def api_keys(self) -> list[str]:
+        """The provider keys set in the environment, so callers can keep them out of what they show."""
+        environ = os.environ if self._environ is None else self._environ
+        names = {c.api_key_env for c in self._configs.values() if c.api_key_env}
+        return [environ[name] for name in names if environ.get(name)]
 
     async def aclose(self) -> None:
         clients, self._clients = self._clients, {}
@@ -178,7 +214,8 @@ def _completion(response: httpx.Response, provider: str) -> Completion:
         raise ProviderError(f"provider {provider}: reply is not a chat completion: {response.text[:200]!r}") from None
     if not isinstance(text, str):
         raise ProviderError(f"provider {provider}: reply has no text content")
-    return Completion(text, _usage(data.get("usage")))
+    finish = data["choices"][0].get("finish_reason")
+    return Completion(text, _usage(data.get("usage")), finish if isinstance(finish, str) else None)
 
 
 def _usage(data: Any) -> Usage | None:

@@ -45,9 +45,11 @@ class CheckReport:
 class Runtime:
     """Run state shared by the bundles of one run: chains, budgets, loop, clients."""
 
-    def __init__(self, rubric: CompiledRubric, config_path: Path | None = None):
+    def __init__(self, rubric: CompiledRubric, config_path: Path | None = None, config=None):
         self.rubric = rubric
         self.config_path = config_path
+        # A Config object given directly wins over finding a file.
+        self.config = config
         self._chains: dict[str, Any] = {}
         self._context = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -75,7 +77,7 @@ class Runtime:
             origin = Path(self.rubric.origin) if self.rubric.origin else None
             self._context = GateContext(
                 rubric_dir=origin.parent if origin else Path.cwd(),
-                config=load_config(self.config_path, origin),
+                config=self.config if self.config is not None else load_config(self.config_path, origin),
                 rubric_file=self.rubric.origin,
                 properties={p.name: p for p in self.rubric.properties},
             )

@@ -101,6 +101,11 @@ def scripted_by_prompt(recorded: Recorded) -> Reply | None:
     return attrs.evolve(completion(reply_text), delay_s=float(spec.get("delay", 0.0)))
 
 
+class _Server(ThreadingHTTPServer):
+    # The stdlib's backlog of 5 drops connections when a gateway opens a hundred at once.
+    request_queue_size = 256
+
+
 class ChatServer:
     def __init__(self, route: Callable[[Recorded], Reply | None] | None = None, keep_alive: bool = False,
                  port: int = 0) -> None:
@@ -111,7 +116,7 @@ class ChatServer:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._held: threading.Barrier | None = None
-        self._http = ThreadingHTTPServer(("127.0.0.1", port), _handler_for(self, keep_alive))
+        self._http = _Server(("127.0.0.1", port), _handler_for(self, keep_alive))
         self._http.daemon_threads = True
         # A short poll interval keeps shutdown (once per test) quick.
         self._thread = threading.Thread(target=self._http.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)

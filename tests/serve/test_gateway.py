@@ -8,7 +8,7 @@ import httpx
 import openai
 import pytest
 
-from conftest import KEY, PROVIDER_KEY, prompt, upstream_calls
+from gatewaykit import KEY, PROVIDER_KEY, prompt, upstream_calls
 
 GOOD = '{"answer": 42}'
 

@@ -53,14 +53,15 @@ class Rubric:
     def name(self) -> str:
         return self.compiled.name
 
-    def check(self, bundle: Any, name: str | None = None, chain: str | None = None) -> CheckReport:
+    def check(self, bundle: Any, name: str | None = None, chain: str | None = None, live: bool = False) -> CheckReport:
         """Check one decoded bundle (a dict). Raises BundleError when it is malformed.
 
-        ``chain`` picks the CHAIN to run when the rubric has several.
+        ``chain`` picks the CHAIN to run when the rubric has several. ``live`` calls a
+        rung's model (with the bundle's ``prompt``) when the bundle has no candidate for it.
         """
         if self._runtime is None and self.compiled.ir.chains:
             self._runtime = Runtime(self.compiled, self.config)
-        return check_bundle(self.compiled, bundle, name, self._runtime, chain)
+        return check_bundle(self.compiled, bundle, name, self._runtime, chain, live)
 
     def to_ir_json(self) -> str:
         """The IR as deterministic JSON text (what ``admiss compile`` writes)."""

@@ -76,6 +76,10 @@ def check(
     fail_fast: bool = typer.Option(
         False, "--fail-fast", help="Stop at the first bundle that cannot be loaded or checked (exit 2)."
     ),
+    live: bool = typer.Option(
+        False, "--live", help="Call a rung's model (with the bundle's prompt, through admiss.toml's provider) when "
+        "the bundle has no candidate for it. This spends money; without it such a rung is skipped."
+    ),
 ) -> None:
     """Check candidate bundles against a rubric and print evidence-first reports.
 
@@ -83,7 +87,7 @@ def check(
     """
     from admiss.runner import CheckOptions, run_check
 
-    options = CheckOptions(rubric, (fmt or _default_format()).value, chain, config, jobs, fail_fast)
+    options = CheckOptions(rubric, (fmt or _default_format()).value, chain, config, jobs, fail_fast, live)
     raise typer.Exit(run_check(bundles, options))
 
 

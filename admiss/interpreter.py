@@ -114,8 +114,12 @@ class Runtime:
 
 
 def check_bundle(rubric: CompiledRubric, bundle: Any, bundle_name: str | None = None,
-                 runtime: Runtime | None = None, chain: str | None = None) -> CheckReport:
-    """Check ``bundle`` (a decoded JSON value) against ``rubric``; BundleError if it is malformed."""
+                 runtime: Runtime | None = None, chain: str | None = None, live: bool = False) -> CheckReport:
+    """Check ``bundle`` (a decoded JSON value) against ``rubric``; BundleError if it is malformed.
+
+    ``live``: a rung with no candidate in the bundle calls its model with the bundle's
+    prompt (see admiss.serve.calls); otherwise it is skipped and escalates.
+    """
     name = bundle_name or "<bundle>"
     rows, scoped = evidence_rows(bundle, name, rubric.property_names)
     results = [prop.check(offered(rows, prop.name) if scoped else rows) for prop in rubric.properties]
@@ -123,13 +127,21 @@ def check_bundle(rubric: CompiledRubric, bundle: Any, bundle_name: str | None = 
         return CheckReport(rubric, bundle_name, results)
     runtime = runtime or Runtime(rubric)
     chain_name = runtime.chain_name(chain)
-    return CheckReport(rubric, bundle_name, results, _run_chain(runtime, chain_name, bundle, name))
+    return CheckReport(rubric, bundle_name, results, _run_chain(runtime, chain_name, bundle, name, live))
 
 
-def _run_chain(runtime: Runtime, chain_name: str, bundle: dict, name: str):
+def _run_chain(runtime: Runtime, chain_name: str, bundle: dict, name: str, live: bool = False):
     from admiss.cascade import candidates_by_rung
 
     compiled = runtime.chain(chain_name)
     rung_problems(bundle, compiled.rung_names, name)
     candidates, costs = candidates_by_rung(bundle, compiled)
-    return compiled.run(candidates, costs, runtime.event_loop())
+    if not live:
+        return compiled.run(candidates, costs, runtime.event_loop())
+    from admiss.serve.calls import LiveRungs
+
+    prompt = bundle.get("prompt")
+    rungs = LiveRungs(runtime.gate_context(), chain_name, None if prompt is None else [{"role": "user", "content": prompt}],
+                      supplied=candidates, supplied_cost=costs, evidence=tuple(bundle.get("evidence", ())),
+                      meta=bundle.get("meta", {}))
+    return runtime.event_loop().run_until_complete(compiled.arun(rungs.produce))

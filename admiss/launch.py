@@ -17,7 +17,7 @@ from pathlib import Path
 # Long and short spellings of check's options that take a value, by CheckOptions field.
 _VALUE_OPTIONS = {"--rubric": "rubric", "-r": "rubric", "--format": "fmt", "-f": "fmt", "--chain": "chain",
                   "--config": "config", "--jobs": "jobs", "-j": "jobs"}
-_FLAG_OPTIONS = {"--fail-fast": "fail_fast"}
+_FLAG_OPTIONS = {"--fail-fast": "fail_fast", "--live": "live"}
 _FORMATS = ("text", "json", "rich")
 
 
@@ -75,6 +75,7 @@ def _options(given: dict[str, object]):
         config=Path(given["config"]) if "config" in given else None,
         jobs=int(given.get("jobs", 1)),
         fail_fast=bool(given.get("fail_fast", False)),
+        live=bool(given.get("live", False)),
     )
 
 

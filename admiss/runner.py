@@ -127,6 +127,7 @@ class CheckOptions(NamedTuple):
     config: Path | None = None
     jobs: int = 1
     fail_fast: bool = False
+    live: bool = False
 
 
 # What crosses between processes is kept to plain tuples of strings and numbers: pickling
@@ -189,7 +190,7 @@ class CheckRun:
         name = f"{path}:{number}" if number else path
         try:
             bundle = parse_bundle_text(text, path, number - 1 if number else 0)
-            report = self.rubric_for(bundle, path, name).check(bundle, name, self.options.chain)
+            report = self.rubric_for(bundle, path, name).check(bundle, name, self.options.chain, self.options.live)
         except AdmissError as error:
             return self.error_outcome(error, name)
         return self.shown(report), None, EXIT_PASS if report.verdict == "pass" else EXIT_FAIL, report.verdict

@@ -95,8 +95,12 @@ class LiveRungs:
 
     def __init__(self, ctx: GateContext, chain: str, messages: list[dict[str, Any]] | None,
                  params: Mapping[str, Any] | None = None, supplied: Mapping[str, Candidate] | None = None,
-                 supplied_cost: Mapping[str, float] | None = None, calls: list[Call] | None = None):
+                 supplied_cost: Mapping[str, float] | None = None, calls: list[Call] | None = None,
+                 evidence: tuple[dict, ...] = (), meta: dict | None = None):
         self.ctx = ctx
+        # What a made candidate carries besides its output: the bundle's evidence and meta.
+        self.evidence = evidence
+        self.meta = meta or {}
         self.chain = chain
         self.messages = messages
         self.params = dict(params or {})
@@ -126,8 +130,8 @@ class LiveRungs:
             return None, 0.0, f"not run: the rung's model call failed: {exc.reason}"
         cost, _ = cost_usd(self.ctx.config, rung.model or "", [completion.usage])
         self.calls[rung.name] = RungCall(completion, cost, round((time.perf_counter() - started) * 1000, 3))
-        candidate = Candidate(output=completion.text, model=rung.model, prompt=transcript(messages),
-                              rung=rung.name, messages=tuple(messages), params=params)
+        candidate = Candidate(output=completion.text, model=rung.model, prompt=transcript(messages), meta=self.meta,
+                              evidence=self.evidence, rung=rung.name, messages=tuple(messages), params=params)
         return candidate, cost, ""
 
     def latency_ms(self, finished: float) -> dict[str, float]:

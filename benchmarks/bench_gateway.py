@@ -82,6 +82,27 @@ def load(port: int, request: bytes, total: int, concurrency: int) -> tuple[list[
     return latencies, total / elapsed
 
 
+def httpx_rate(port: int, total: int, concurrency: int) -> float:
+    """Requests per second of direct calls made with httpx, the client admiss's providers
+    use: the ceiling the gateway's own upstream calls run into."""
+
+    async def go() -> float:
+        limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+        async with httpx.AsyncClient(limits=limits) as client:
+            url = f"http://127.0.0.1:{port}/v1/chat/completions"
+
+            async def share(count: int) -> None:
+                for _ in range(count):
+                    (await client.post(url, json={"model": "cheap", "messages": MESSAGES})).raise_for_status()
+
+            await share(50)
+            started = time.perf_counter()
+            await asyncio.gather(*(share(total // concurrency) for _ in range(concurrency)))
+            return (total // concurrency * concurrency) / (time.perf_counter() - started)
+
+    return asyncio.run(go())
+
+
 def _percentile(values: list[float], share: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
@@ -146,8 +167,11 @@ def run(settings: Settings) -> None:
         _stop(upstream)
     print_table(f"{total} requests per round; latency in ms", ["round", "direct p50", "direct p99", "direct req/s",
                 "gateway p50", "gateway p99", "gateway req/s", "added p50", "added p99", "throughput"], rows)
-    added_median, added_p99, throughput, single = summary
+    added_median, added_p99, throughput, single, through_httpx, gateway_rate = summary
     print(f"added latency at concurrency 1 (one request at a time): median {_ms(single)} ms")
+    print(f"direct calls through httpx (the gateway's upstream client) at concurrency {CONCURRENCY}: "
+          f"{through_httpx:.0f} req/s; the gateway's median {gateway_rate:.0f} req/s is "
+          f"{ratio_text(gateway_rate / through_httpx)} of that")
     print(f"receipts stored: {stored}")
     print(target_text(f"added median <= {TARGET_MEDIAN_MS} ms at concurrency {CONCURRENCY}",
                       added_median * 1000 <= TARGET_MEDIAN_MS, f"{_ms(added_median)} ms (median of rounds)"))
@@ -162,7 +186,7 @@ def _measure(upstream_port: int, gateway_port: int, total: int, rounds: int):
     via = _request("/v1/chat/completions", {"model": "bench", "messages": MESSAGES}, {"authorization": f"Bearer {KEY}"})
     for port, request in ((upstream_port, direct), (gateway_port, via)):
         load(port, request, 500, CONCURRENCY)  # warm-up: connections, lazy imports, SQLite pages
-    rows, added50, added99, ratios = [], [], [], []
+    rows, added50, added99, ratios, rates = [], [], [], [], []
     for index in range(rounds):
         order = [(upstream_port, direct), (gateway_port, via)]
         results = [load(port, request, total, CONCURRENCY) for port, request in (order if index % 2 == 0 else order[::-1])]
@@ -172,12 +196,15 @@ def _measure(upstream_port: int, gateway_port: int, total: int, rounds: int):
         added50.append(g50 - d50)
         added99.append(g99 - d99)
         ratios.append(g_rate / d_rate)
+        rates.append(g_rate)
         rows.append([str(index + 1), _ms(d50), _ms(d99), f"{d_rate:.0f}", _ms(g50), _ms(g99), f"{g_rate:.0f}",
                      _ms(g50 - d50), _ms(g99 - d99), ratio_text(g_rate / d_rate)])
     one_direct, _ = load(upstream_port, direct, 300, 1)
     one_gateway, _ = load(gateway_port, via, 300, 1)
     single = statistics.median(one_gateway) - statistics.median(one_direct)
-    return rows, (statistics.median(added50), statistics.median(added99), statistics.median(ratios), single)
+    through_httpx = httpx_rate(upstream_port, total, CONCURRENCY)
+    return rows, (statistics.median(added50), statistics.median(added99), statistics.median(ratios), single,
+                  through_httpx, statistics.median(rates))
 
 
 def _receipts(path: Path):

@@ -251,13 +251,16 @@ def serve(
         raise typer.Exit(EXIT_BAD_INPUT) from None
     from admiss.serve.router import routers_for
 
+    from admiss.serve.app import api_keys
+
     try:
         routers = routers_for(rubric, config, chain, store)
+        first = next(iter(routers.values()))
+        keys = api_keys(first)
     except AdmissError as error:
         _print_error(error)
         raise typer.Exit(EXIT_BAD_INPUT) from None
-    grace = next(iter(routers.values())).config.serve.grace_s
-    raise typer.Exit(run_gateway(routers, host, port, grace))
+    raise typer.Exit(run_gateway(routers, keys, host, port, first.config.serve.grace_s))
 
 
 receipts_app = typer.Typer(help="Read a receipt store written by admiss serve.", no_args_is_help=True)

@@ -24,20 +24,29 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from admiss.errors import Diagnostic, InputError
 from admiss.serve.calls import RequestError
 from admiss.serve.metrics import GatewayMetrics
 from admiss.serve.router import Router, Served
-from admiss.serve.store import StoreWriter
+from admiss.serve.store import StoreError, StoreWriter
 
 RECEIPT_HEADER = "x-admiss-receipt-id"
 
 
 def api_keys(router: Router) -> frozenset[str]:
-    """The bearer keys clients may send: ``[serve] api_keys`` and the ones in ``api_keys_env``."""
+    """The bearer keys clients may send: ``[serve] api_keys`` and the ones in ``api_keys_env``.
+
+    Naming a variable that holds no key is an error (E154), not an open gateway.
+    """
     settings = router.config.serve
     keys = set(settings.api_keys)
     if settings.api_keys_env:
         keys |= {k.strip() for k in os.environ.get(settings.api_keys_env, "").split(",") if k.strip()}
+        if not keys:
+            message = (f"[serve] api_keys_env names {settings.api_keys_env}, which holds no key: "
+                       "the gateway would be open to anyone")
+            raise InputError([Diagnostic("E154", message, file=str(router.config.path),
+                                         hint=f"export {settings.api_keys_env}=KEY1,KEY2, or remove api_keys_env")])
     return frozenset(keys)
 
 
@@ -168,6 +177,11 @@ class Gateway:
             served = await _unless_client_leaves(request, work)
         except RequestError as exc:
             return self._bad_request(str(exc), exc.param)
+        except StoreError as exc:
+            # No stored receipt, no answer: the output is not sent.
+            self.metrics.rejected.labels("store_failed").inc()
+            return _error(503, f"the receipt could not be stored, so nothing is served: {exc}", "admiss_error",
+                          "receipt_store_failed")
         except _ClientGone:
             self.metrics.rejected.labels("client_disconnected").inc()
             return Response(status_code=499)  # nobody reads it; uvicorn drops it
@@ -260,12 +274,13 @@ class _Lifespan:
         await asyncio.get_running_loop().run_in_executor(None, self.gateway.store.close)
 
 
-def serve(routers: dict[str, Router], host: str, port: int, grace_s: float, log_level: str = "info") -> int:
+def serve(routers: dict[str, Router], keys: frozenset[str], host: str, port: int, grace_s: float,
+          log_level: str = "info") -> int:
     """Serve until SIGTERM or Ctrl-C, then finish in-flight requests (up to ``grace_s``),
     flush the store and return 0."""
     import uvicorn
 
-    gateway = Gateway(routers, api_keys(next(iter(routers.values()))))
+    gateway = Gateway(routers, keys)
     config = uvicorn.Config(gateway.app(), host=host, port=port, log_level=log_level, access_log=False,
                             timeout_graceful_shutdown=grace_s, lifespan="on", server_header=False)
     # uvicorn raises the stopping signal again once it has shut down; a handler of our own

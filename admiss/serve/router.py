@@ -174,7 +174,14 @@ class Router:
         """What stops the chain from being served now (an unset provider key), in words."""
         problems = []
         for model in sorted(self.models()):
-            name = split_model(model)[0]
+            try:
+                name = split_model(model)[0]
+            except ProviderError as exc:
+                problems.append(exc.reason)
+                continue
+            if name not in self.config.providers:
+                problems.append(f"{model}: no [providers.{name}] table in admiss.toml")
+                continue
             env = self.config.providers[name].api_key_env
             if env and not os.environ.get(env):
                 problems.append(f"provider {name}: environment variable {env} is not set")

@@ -4,6 +4,7 @@ and the config tables the live cascade reads. Real files, a real upstream on 127
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -185,3 +186,13 @@ def test_since_times_are_normalised_to_utc_milliseconds():
     assert parse_since("2026-12-01T01:10:00+02:00") == "2026-11-30T23:10:00.000Z"
     with pytest.raises(ValueError):
         parse_since("30/11/2026")
+
+
+def test_a_keys_variable_that_holds_no_key_stops_the_gateway_at_start(folder):
+    with (folder / "admiss.toml").open("a") as config:
+        config.write('\n[serve]\napi_keys_env = "NO_SUCH_KEYS_VARIABLE"\n')
+    env = {k: v for k, v in os.environ.items() if k != "NO_SUCH_KEYS_VARIABLE"}
+    result = subprocess.run([sys.executable, "-m", "admiss", "serve", str(folder / "r.rubric"), "--port", "0"],
+                            capture_output=True, text=True, timeout=60, env=env)
+    assert result.returncode == 2
+    assert "E154 [serve] api_keys_env names NO_SUCH_KEYS_VARIABLE, which holds no key" in result.stderr

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import os
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import attrs
 import httpx
@@ -92,9 +92,11 @@ def cost_usd(config: Config, model: str, usages: Sequence[Usage | None]) -> tupl
 class ChatClient:
     """One provider's endpoint over one pooled ``httpx.AsyncClient`` (made on first use)."""
 
-    def __init__(self, config: ProviderConfig, environ: Mapping[str, str] | None = None):
+    def __init__(self, config: ProviderConfig, environ: Mapping[str, str] | None = None,
+                 transport: Callable[[], httpx.AsyncBaseTransport] | None = None):
         self.config = config
         self._environ = os.environ if environ is None else environ
+        self._transport = transport
         self._http: httpx.AsyncClient | None = None
 
     async def complete(self, model: str, messages: Sequence[Mapping[str, Any]],
@@ -124,7 +126,8 @@ class ChatClient:
 
     def _client(self) -> httpx.AsyncClient:
         if self._http is None:
-            self._http = httpx.AsyncClient(timeout=httpx.Timeout(self.config.timeout_s))
+            transport = self._transport() if self._transport is not None else None
+            self._http = httpx.AsyncClient(timeout=httpx.Timeout(self.config.timeout_s), transport=transport)
         return self._http
 
     async def _post_with_retries(self, body: dict, headers: dict[str, str]) -> httpx.Response:
@@ -170,6 +173,12 @@ class Providers:
         self._configs = dict(providers)
         self._environ = environ
         self._clients: dict[str, ChatClient] = {}
+        self._transport: Callable[[], httpx.AsyncBaseTransport] | None = None
+
+    def use_transport(self, make: Callable[[], httpx.AsyncBaseTransport]) -> None:
+        """Clients made from now on send through ``make()``'s transport (one per client)
+        instead of httpx's default one; the gateway uses this for its faster pool."""
+        self._transport = make
 
     def configured(self, model: str | None) -> bool:
         """Whether ``model`` names a provider that admiss.toml configures."""
@@ -202,7 +211,7 @@ class Providers:
         if name not in self._configs:
             raise ProviderError(f"no [providers.{name}] table in admiss.toml")
         if name not in self._clients:
-            self._clients[name] = ChatClient(self._configs[name], self._environ)
+            self._clients[name] = ChatClient(self._configs[name], self._environ, self._transport)
         return self._clients[name]
 
 

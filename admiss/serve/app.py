@@ -161,7 +161,8 @@ class Gateway:
             return self._bad_request("the request body is not JSON")
         if not isinstance(body, dict):
             return self._bad_request("the request body must be a JSON object")
-        router = self.routers.get(body.get("model"))
+        model = body.get("model")
+        router = self.routers.get(model) if isinstance(model, str) else None
         if router is None:
             self.metrics.rejected.labels("unknown_model").inc()
             return _error(404, f"no chain named {body.get('model')!r}: GET /v1/models lists them",

@@ -43,7 +43,8 @@ def checked_messages(messages: Any) -> list[dict[str, Any]]:
         where = f"messages[{index}]"
         if not isinstance(message, dict):
             raise RequestError(f"{where} must be an object", where)
-        if message.get("role") not in ROLES:
+        role = message.get("role")
+        if not isinstance(role, str) or role not in ROLES:
             raise RequestError(f"{where}.role must be one of {', '.join(sorted(ROLES))}", f"{where}.role")
         content = message.get("content")
         if not (content is None or isinstance(content, str) or _text_parts(content)):
@@ -56,6 +57,12 @@ def _text_parts(content: Any) -> bool:
         isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str) for p in content)
 
 
+# Fields whose type a client gets wrong most often, checked here: a bad one sent upstream
+# would fail every rung in turn and exhaust the chain at the price of every call.
+_NUMBERS = {"temperature": (0, 2), "top_p": (0, 1), "presence_penalty": (-2, 2), "frequency_penalty": (-2, 2)}
+_COUNTS = ("max_tokens", "max_completion_tokens")
+
+
 def checked_params(params: Mapping[str, Any]) -> dict[str, Any]:
     """The request fields to pass on; RequestError for one the gateway cannot honour."""
     for name, value in params.items():
@@ -63,7 +70,18 @@ def checked_params(params: Mapping[str, Any]) -> dict[str, Any]:
             raise RequestError("n must be 1: the gateway gates and serves one output", "n")
         if name not in PASSTHROUGH and name != "n":
             raise RequestError(f"unsupported parameter: {name}", name)
+        if value is not None:
+            _check_value(name, value)
     return {name: value for name, value in params.items() if name in PASSTHROUGH and value is not None}
+
+
+def _check_value(name: str, value: Any) -> None:
+    if name in _NUMBERS:
+        low, high = _NUMBERS[name]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+            raise RequestError(f"{name} must be a number from {low} to {high}", name)
+    if name in _COUNTS and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise RequestError(f"{name} must be an integer of at least 1", name)
 
 
 def transcript(messages: Sequence[Mapping[str, Any]]) -> str:

@@ -158,6 +158,14 @@ def test_bad_requests_are_400s_before_any_model_call(gateway, upstream):
         client.chat.completions.create(model="json", messages=[{"role": "user", "content": text}], n=2)
     with pytest.raises(openai.BadRequestError, match="messages"):
         client.chat.completions.create(model="json", messages=[])
+    with pytest.raises(openai.BadRequestError, match="temperature must be a number from 0 to 2"):
+        client.chat.completions.create(model="json", messages=[{"role": "user", "content": text}], temperature=7)
+    with pytest.raises(openai.BadRequestError, match="unsupported parameter: tools"):
+        client.chat.completions.create(model="json", messages=[{"role": "user", "content": text}],
+                                       tools=[{"type": "function", "function": {"name": "f"}}])
+    for body in ({"model": ["json"], "messages": []}, {"model": "json", "messages": [{"role": ["user"]}]}, [1, 2]):
+        response = httpx.post(f"{gateway.url}/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {KEY}"})
+        assert response.status_code in (400, 404) and "error" in response.json()
     with pytest.raises(openai.NotFoundError):
         client.chat.completions.create(model="no-such-chain", messages=[{"role": "user", "content": text}])
     assert upstream_calls(upstream, marker) == []

@@ -196,3 +196,24 @@ def test_a_keys_variable_that_holds_no_key_stops_the_gateway_at_start(folder):
                             capture_output=True, text=True, timeout=60, env=env)
     assert result.returncode == 2
     assert "E154 [serve] api_keys_env names NO_SUCH_KEYS_VARIABLE, which holds no key" in result.stderr
+
+
+def test_a_provider_that_refuses_connections_escalates_with_the_reason(folder, upstream):
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        dead = sock.getsockname()[1]
+    (folder / "dead.rubric").write_text(TWO_RUNGS.replace('"fake/cheap"', '"dead/cheap"'))
+    (folder / "dead.toml").write_text(f'[providers.dead]\nbase_url = "http://127.0.0.1:{dead}/v1"\nmax_retries = 0\n'
+                                      f'[providers.fake]\nbase_url = "{upstream.url}"\n')
+    router = admiss.Router(folder / "dead.rubric", config=folder / "dead.toml")
+    try:
+        marker, text = prompt({"strong": "served by strong"})
+        served = router.complete_sync([{"role": "user", "content": text}])
+    finally:
+        router.close()
+    assert served.output == "served by strong"
+    [error] = served.receipt["model_errors"]
+    assert error["rung"] == "cheap" and "cannot connect" in error["error"]
+    assert upstream_calls(upstream, marker) == ["strong"]

@@ -5,6 +5,10 @@ Three processes on the machine's two shared cores: the fake upstream (fake_upstr
 ``admiss serve`` (which writes every receipt to SQLite before answering), and this client
 (raw HTTP/1.1 keep-alive connections on asyncio, so the client costs as little as it can).
 Direct and gateway rounds alternate; each round's figures are printed, then the medians.
+
+Two upstreams: one that answers at once (the gateway's whole cost shows, and the direct
+baseline is a raw client against a raw server), and one that takes 100 ms, a fast model's
+reply time (what an application sees in front of a real model).
 """
 
 from __future__ import annotations
@@ -114,8 +118,11 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _start_upstream() -> tuple[subprocess.Popen, int]:
-    process = subprocess.Popen([sys.executable, str(Path(__file__).parent / "fake_upstream.py")],
+UPSTREAM_DELAYS_S = (0.0, 0.1)
+
+
+def _start_upstream(delay_s: float) -> tuple[subprocess.Popen, int]:
+    process = subprocess.Popen([sys.executable, str(Path(__file__).parent / "fake_upstream.py"), str(delay_s)],
                                stdout=subprocess.PIPE, text=True)
     return process, int(process.stdout.readline())
 
@@ -150,11 +157,16 @@ def _ms(seconds: float) -> str:
 
 
 def run(settings: Settings) -> None:
-    print_section(f"gateway: admiss serve with inline gates vs direct calls to the same fake upstream, "
-                  f"concurrency {CONCURRENCY}")
+    for delay_s in UPSTREAM_DELAYS_S:
+        _run_against(settings, delay_s)
+
+
+def _run_against(settings: Settings, delay_s: float) -> None:
+    print_section(f"gateway: admiss serve with inline gates vs direct calls to the same fake upstream "
+                  f"(replying after {delay_s * 1000:.0f} ms), concurrency {CONCURRENCY}")
     total = 1000 if settings.quick else 3000
     rounds = 3 if settings.quick else 5
-    upstream, upstream_port = _start_upstream()
+    upstream, upstream_port = _start_upstream(delay_s)
     try:
         with tempfile.TemporaryDirectory() as tmp:
             gateway, gateway_port = _start_gateway(Path(tmp), upstream_port)

@@ -1,5 +1,6 @@
-"""A fast fake chat-completions upstream for the gateway benchmark: ``python fake_upstream.py``
-prints its port, then answers every POST with the same small completion, over HTTP/1.1
+"""A fast fake chat-completions upstream for the gateway benchmark:
+``python fake_upstream.py [DELAY_S]`` prints its port, then answers every POST with the same
+small completion (after DELAY_S seconds, default 0: a model's time to reply), over HTTP/1.1
 keep-alive, on one asyncio loop (uvloop when installed).
 
 The test suite's upstream (tests/gates/chat_server.py) logs and scripts every call and runs
@@ -18,6 +19,7 @@ BODY = json.dumps({
     "choices": [{"index": 0, "message": {"role": "assistant", "content": '{"answer": 42}'}, "finish_reason": "stop"}],
     "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17},
 }).encode()
+DELAY_S = float(sys.argv[1]) if len(sys.argv) > 1 else 0.0
 RESPONSE = (b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: "
             + str(len(BODY)).encode() + b"\r\n\r\n" + BODY)
 
@@ -32,6 +34,8 @@ async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
                 if name.strip().lower() == b"content-length":
                     length = int(value)
             await reader.readexactly(length)
+            if DELAY_S:
+                await asyncio.sleep(DELAY_S)
             writer.write(RESPONSE)
     except (asyncio.IncompleteReadError, ConnectionError):
         writer.close()

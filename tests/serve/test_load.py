@@ -2,7 +2,9 @@
 every receipt in the store, and /metrics counting exactly what the store holds.
 
 ADMISS_LOAD_REQUESTS and ADMISS_LOAD_CONCURRENCY change the size (default 2,000 at 100,
-the issue's figure; about 20 s here, 2 shared cores)."""
+the issue's figure). That takes about 70 s on the shared 2-core machine: the time goes to
+the test's own upstream (a thread per connection, logging every call) and the openai
+client, which share this process; set a smaller count for a quick local run."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import asyncio
 import os
 import re
 
+import httpx
 import openai
 
 from gatewaykit import prompt
@@ -20,9 +23,9 @@ GOOD = '{"answer": 42}'
 
 
 async def _drive(gateway) -> list[tuple[str, str, str]]:
-    """(marker, outcome, receipt id) of every request: a third of them exhaust their chain."""
+    """(marker, outcome, receipt id) of every request: one in six exhausts its chain."""
     gate = asyncio.Semaphore(CONCURRENCY)
-    limits = openai.DefaultAsyncHttpxClient(limits=__import__("httpx").Limits(max_connections=CONCURRENCY))
+    limits = openai.DefaultAsyncHttpxClient(limits=httpx.Limits(max_connections=CONCURRENCY))
 
     async def one(client, index: int):
         strong = GOOD if index % 3 else "not json"
@@ -51,8 +54,7 @@ def test_every_request_has_one_receipt_and_metrics_match_the_store(gateway, upst
     store = gateway.store()
     stored = {r["id"]: r for r in store.iter_since()}
     assert set(ids) <= set(stored)
-    assert all(stored[rid]["chain"]["served"] == (None if outcome == "exhausted" else stored[rid]["chain"]["served"])
-               for _, outcome, rid in results)
+    assert all((stored[rid]["chain"]["served"] is None) == (outcome == "exhausted") for _, outcome, rid in results)
     # Each request reached the upstream for exactly the rungs its script makes it reach.
     markers = {marker for marker, _, _ in results}
     calls = [m for r in list(upstream.requests) for m in re.findall(r"\[([0-9a-f]{32})\]", r.body["messages"][-1]["content"])

@@ -109,7 +109,7 @@ max_tokens = 64
 [serve]
 store = "receipts.db"
 api_keys_env = "GATEWAY_KEYS"
-grace_s = 10
+grace_s = {grace_s}
 """
 
 
@@ -122,7 +122,8 @@ def free_port() -> int:
 class Gateway:
     """A running ``admiss serve`` process and what tests need to reach and inspect it."""
 
-    def __init__(self, folder: Path, upstream: ChatServer, extra_env: dict[str, str] | None = None):
+    def __init__(self, folder: Path, upstream: ChatServer, extra_env: dict[str, str] | None = None,
+                 grace_s: float = 10):
         self.folder = folder
         self.upstream = upstream
         self.pids = folder / "pids"
@@ -131,7 +132,7 @@ class Gateway:
         rubric = (RUBRIC.replace("__PYTHON__", quoted(sys.executable)).replace("__GATE__", quoted(GATE))
                   .replace("__PIDS__", quoted(self.pids)))
         (folder / "gw.rubric").write_text(rubric)
-        (folder / "admiss.toml").write_text(CONFIG.format(url=upstream.url))
+        (folder / "admiss.toml").write_text(CONFIG.format(url=upstream.url, grace_s=grace_s))
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.store_path = folder / "receipts.db"

@@ -101,7 +101,7 @@ def test_a_client_that_hangs_up_during_a_model_call_leaves_the_gateway_answering
 
 
 def test_sigterm_under_load_finishes_what_it_accepted_and_exits_0(tmp_path, upstream):
-    gateway = Gateway(tmp_path, upstream)
+    gateway = Gateway(tmp_path, upstream, grace_s=3)
     results: list = []
 
     async def one(client, index: int):
@@ -114,10 +114,23 @@ def test_sigterm_under_load_finishes_what_it_accepted_and_exits_0(tmp_path, upst
         except openai.APIConnectionError as exc:  # refused once the gateway stopped accepting
             results.append(exc)
 
+    async def stuck(client, index: int):
+        # A gate that outlives the grace period: it must be killed, not left behind.
+        _, text = prompt({"cheap": f"HANG:stuck{index}"})
+        try:
+            await client.chat.completions.create(model="slowgate", messages=[{"role": "user", "content": text}])
+        except (openai.APIConnectionError, openai.APIStatusError) as exc:
+            results.append(exc)
+
+    async def _stuck_gates_started():
+        while len(list(gateway.pids.glob("stuck*.pid"))) < 3:
+            await asyncio.sleep(0.05)
+
     async def load():
         async with gateway.async_client(timeout=30) as client:
             tasks = [asyncio.ensure_future(one(client, i)) for i in range(60)]
-            await asyncio.sleep(0.6)
+            tasks += [asyncio.ensure_future(stuck(client, i)) for i in range(3)]
+            await asyncio.wait_for(_stuck_gates_started(), 20)
             gateway.process.send_signal(signal.SIGTERM)
             await asyncio.gather(*tasks)
 
@@ -130,3 +143,5 @@ def test_sigterm_under_load_finishes_what_it_accepted_and_exits_0(tmp_path, upst
     assert sum(store.counts().values()) == len(answered)
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"{gateway.url}/healthz")
+    stuck = [int(path.read_text()) for path in gateway.pids.glob("stuck*.pid")]
+    assert len(stuck) == 3 and not any(_alive(pid) for pid in stuck)

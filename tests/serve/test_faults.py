@@ -105,7 +105,7 @@ def test_sigterm_under_load_finishes_what_it_accepted_and_exits_0(tmp_path, upst
     results: list = []
 
     async def one(client, index: int):
-        _, text = prompt({"cheap": {"delay": 0.3, "text": GOOD}}, f"request {index}")
+        _, text = prompt({"cheap": {"delay": 1.0, "text": GOOD}}, f"request {index}")
         try:
             reply = await client.chat.completions.create(model="json", messages=[{"role": "user", "content": text}])
             results.append(reply.model_extra["admiss"]["receipt_id"])

@@ -76,7 +76,9 @@ def scripted_by_prompt(recorded: Recorded) -> Reply | None:
     ``{"script": {"<model>": SPEC, ...}}`` keyed by the upstream model name. SPEC is the
     reply text, or an object: ``{"text": s}``, ``{"status": 500}`` (an error reply),
     ``{"delay": seconds}`` (a hang, with ``text`` after it), ``{"vary": true}`` (the text
-    with a fresh number after it on every call, so no two replies agree).
+    with a fresh number after it on every call, so no two replies agree), ``{"status": 400,
+    "echo": "authorization"}`` (an error whose message repeats that request header, as
+    careless providers do).
     """
     body = recorded.body if isinstance(recorded.body, dict) else {}
     messages = body.get("messages") or [{}]
@@ -97,7 +99,8 @@ def scripted_by_prompt(recorded: Recorded) -> Reply | None:
     if spec.get("vary"):
         reply_text = f"{reply_text} {next(_counter)}"
     if "status" in spec:
-        return Reply(status=int(spec["status"]), body={"error": {"message": f"scripted {spec['status']}"}})
+        echoed = recorded.headers.get(spec.get("echo", ""), "")
+        return Reply(status=int(spec["status"]), body={"error": {"message": f"scripted {spec['status']} {echoed}"}})
     return attrs.evolve(completion(reply_text), delay_s=float(spec.get("delay", 0.0)))
 
 

@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 __version__ = "0.1.0"
-__all__ = ["load", "compile_source", "check_many", "read_trace", "Rubric", "AdmissError", "__version__"]
+__all__ = ["load", "compile_source", "check_many", "read_trace", "Rubric", "Router", "AdmissError", "__version__"]
 
 
 def __getattr__(name: str):
@@ -23,6 +23,10 @@ def __getattr__(name: str):
         from admiss.runner import check_many
 
         return check_many
+    if name == "Router":
+        from admiss.serve.router import Router
+
+        return Router
     if name == "AdmissError":
         from admiss.errors import AdmissError
 

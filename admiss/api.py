@@ -57,19 +57,20 @@ class Rubric:
         return self.compiled.name
 
     def check(self, bundle: Any, name: str | None = None, chain: str | None = None,
-              trace_format: str | None = None) -> CheckReport:
+              trace_format: str | None = None, live: bool = False) -> CheckReport:
         """Check one decoded bundle (a dict) or agent trace (a Trace, or its decoded JSON).
 
         A trace's steps become evidence by the rubric's MAP block (docs/traces.md);
         ``trace_format`` reads ``bundle`` as a trace in that format. Raises BundleError
         when a bundle is malformed, TraceError when a trace is. ``chain`` picks the CHAIN
-        to run when the rubric has several.
+        to run when the rubric has several. ``live`` calls a rung's model (with the
+        bundle's ``prompt``) when the bundle has no candidate for it.
         """
         runtime = self._run_state()
         trace = as_trace(bundle, name or "<input>", trace_format)
         if trace is not None:
             return check_trace(self.compiled, trace, name, runtime, chain)
-        return check_bundle(self.compiled, bundle, name, runtime, chain)
+        return check_bundle(self.compiled, bundle, name, runtime, chain, live)
 
     def prepare(self, chain: str | None = None) -> None:
         """Build the chain that ``check`` would run, before any bundle: raises InputError for

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import time
-from typing import Any, Callable, Iterable
+from typing import Any, Awaitable, Callable, Iterable
 
 import attrs
 
@@ -170,15 +170,10 @@ class CompiledChain:
             candidate = candidates.get(rung.name)
             last = index == len(self.rungs) - 1
             if candidate is None:
-                records.append(RungRecord(rung.name, rung.model, 0.0, EXHAUSTED if last else ESCALATED,
-                                          [_missing_candidate(g) for g in rung.gates]))
+                records.append(unrun_rung(rung, last, _NO_CANDIDATE))
                 continue
-            gates = self.run_rung(rung, candidate, loop)
-            served = all(g.effective == PASS or g.effective == SKIPPED and g.disabled for g in gates)
-            outcome = SERVED if served else EXHAUSTED if last else ESCALATED
-            records.append(RungRecord(rung.name, candidate.model or rung.model, cost.get(rung.name, 0.0),
-                                      outcome, gates))
-            if served:
+            records.append(rung_record(rung, candidate, cost.get(rung.name, 0.0), self.run_rung(rung, candidate, loop), last))
+            if records[-1].outcome == SERVED:
                 return ChainResult(self.name, rung.name, records, top, self.offline)
         return ChainResult(self.name, None, records, top, self.offline)
 
@@ -188,16 +183,68 @@ class CompiledChain:
         return TopRung(rung.name, candidate.model if candidate and candidate.model else rung.model,
                        cost.get(rung.name))
 
+    async def arun(self, produce: Callable[[CompiledRung], Awaitable[tuple[Candidate | None, float, str]]]) -> ChainResult:
+        """The cascade with each rung's candidate made only when the rung is reached:
+        ``produce(rung)`` gives (candidate or None, model cost, why there is none). A rung
+        above the one that serves is never produced."""
+        records: list[RungRecord] = []
+        for index, rung in enumerate(self.rungs):
+            last = index == len(self.rungs) - 1
+            candidate, cost, missing = await produce(rung)
+            if candidate is None:
+                records.append(unrun_rung(rung, last, missing, cost))
+                continue
+            records.append(rung_record(rung, candidate, cost, await self.arun_rung(rung, candidate), last))
+            if records[-1].outcome == SERVED:
+                return ChainResult(self.name, rung.name, records, self._live_top(records), self.offline)
+        return ChainResult(self.name, None, records, self._live_top(records), self.offline)
+
+    def _live_top(self, records: list[RungRecord]) -> TopRung:
+        # Live, the top rung's cost is known only when it was called.
+        top = self.rungs[-1]
+        ran = next((r for r in records if r.rung == top.name), None)
+        return TopRung(top.name, ran.model if ran else top.model, ran.cost_usd if ran else None)
+
     def run_rung(self, rung: CompiledRung, candidate: Candidate, loop: asyncio.AbstractEventLoop) -> list[GateRecord]:
-        results: dict[int, GateRecord] = {}
-        for gate in rung.cheap:
-            record = _run_cheap(gate, candidate)
-            results[id(gate)] = record
-            if record.effective == FAIL:
-                return _in_written_order(rung, results, f"not run: {gate.ir.kind} failed first")
-        if rung.costly:
+        results, failed = _cheap_first(rung, candidate)
+        if failed is None and rung.costly:
             results.update(loop.run_until_complete(_run_costly(rung.costly, candidate)))
-        return _in_written_order(rung, results, "cancelled: another gate on the rung failed")
+        return _in_written_order(rung, results, failed or _CANCELLED)
+
+    async def arun_rung(self, rung: CompiledRung, candidate: Candidate) -> list[GateRecord]:
+        """:meth:`run_rung` inside a running event loop."""
+        results, failed = _cheap_first(rung, candidate)
+        if failed is None and rung.costly:
+            results.update(await _run_costly(rung.costly, candidate))
+        return _in_written_order(rung, results, failed or _CANCELLED)
+
+
+_NO_CANDIDATE = "not run: the bundle has no candidate for this rung"
+_CANCELLED = "cancelled: another gate on the rung failed"
+
+
+def rung_record(rung: CompiledRung, candidate: Candidate, cost: float, gates: list[GateRecord], last: bool) -> RungRecord:
+    """A gated rung's line on the receipt: served when every gate passed (or was disabled)."""
+    served = all(g.effective == PASS or g.effective == SKIPPED and g.disabled for g in gates)
+    outcome = SERVED if served else EXHAUSTED if last else ESCALATED
+    return RungRecord(rung.name, candidate.model or rung.model, cost, outcome, gates)
+
+
+def unrun_rung(rung: CompiledRung, last: bool, reason: str, cost: float = 0.0) -> RungRecord:
+    """A rung with no candidate to gate: it escalates, every gate skipped for ``reason``."""
+    return RungRecord(rung.name, rung.model, cost, EXHAUSTED if last else ESCALATED,
+                      [GateRecord(g.ir.kind, SKIPPED, SKIPPED, reason=reason) for g in rung.gates])
+
+
+def _cheap_first(rung: CompiledRung, candidate: Candidate) -> tuple[dict[int, GateRecord], str | None]:
+    """The cheap gates' records, and why the rest are not run when one of them failed."""
+    results: dict[int, GateRecord] = {}
+    for gate in rung.cheap:
+        record = _run_cheap(gate, candidate)
+        results[id(gate)] = record
+        if record.effective == FAIL:
+            return results, f"not run: {gate.ir.kind} failed first"
+    return results, None
 
 
 def model_calls(chain: ir.Chain) -> list[ModelCall]:
@@ -228,10 +275,6 @@ def resampling_calls(chain: CompiledChain, candidates: dict[str, Candidate]) -> 
 def build_gate(gate: ir.Gate, ctx: GateContext) -> GateCheck:
     """The runnable check for a GATE line, from the module named after its kind."""
     return importlib.import_module(f"admiss.gates.{gate.kind}").build(gate, ctx)
-
-
-def _missing_candidate(gate: CompiledGate) -> GateRecord:
-    return GateRecord(gate.ir.kind, SKIPPED, SKIPPED, reason="not run: the bundle has no candidate for this rung")
 
 
 def _raised(exc: Exception) -> GateResult:

@@ -101,6 +101,10 @@ def check(
         None, "--trace", help="Read every input as an agent trace in this format [default: a value that is "
         "not a bundle is a trace, its format detected]."
     ),
+    live: bool = typer.Option(
+        False, "--live", help="Call a rung's model (with the bundle's prompt, through admiss.toml's provider) when "
+        "the bundle has no candidate for it. This spends money; without it such a rung is skipped."
+    ),
 ) -> None:
     """Check candidate bundles or agent traces against a rubric and print evidence-first reports.
 
@@ -112,7 +116,7 @@ def check(
     if ray_address is not None or output is not None:
         raise typer.Exit(_check_on_ray(ray_address, bundles, rubric, output, chain, report.value, config, offline))
     options = CheckOptions(rubric, (fmt or _default_format()).value, chain, config, jobs, fail_fast, offline,
-                           report.value, trace)
+                           report.value, trace, live)
     raise typer.Exit(run_check(bundles, options))
 
 
@@ -345,6 +349,74 @@ def savings(
         from admiss.report.rich import print_savings
 
         print_savings(data)
+
+
+@app.command()
+def serve(
+    rubric: Path = typer.Argument(..., help="A .rubric source or compiled IR .json with the CHAIN(s) to serve."),
+    chain: Optional[str] = typer.Option(None, "--chain", help="Serve only this CHAIN [default: every chain; "
+                                        "a request's \"model\" names its chain]."),
+    config: Optional[Path] = typer.Option(None, "--config", help="An admiss.toml (providers, prices, rung settings, "
+                                          "[serve]) [default: beside the rubric, else in the working folder]."),
+    host: str = typer.Option("127.0.0.1", "--host", help="The address to listen on."),
+    port: int = typer.Option(8000, "--port", min=0, max=65535, help="The port to listen on."),
+    store: Optional[Path] = typer.Option(None, "--store", help="The SQLite receipt store [default: [serve] store "
+                                         "of the config, else admiss-receipts.db]."),
+) -> None:
+    """Serve the rubric's chains as an OpenAI-compatible gateway that sends only verified
+    output, with receipts, /metrics and bearer keys (docs/serve.md).
+
+    Stops on SIGTERM or Ctrl-C: in-flight requests finish (up to [serve] grace_s), the
+    store is flushed, exit 0. Exit 2 when the rubric, config or store is bad.
+    """
+    from admiss.errors import AdmissError
+
+    try:
+        from admiss.serve.app import serve as run_gateway
+    except ImportError as error:
+        sys.stderr.write(f"admiss serve needs the serve extra: pip install 'admiss[serve]' ({error})\n")
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    from admiss.serve.router import routers_for
+
+    from admiss.serve.app import api_keys
+
+    try:
+        routers = routers_for(rubric, config, chain, store)
+        first = next(iter(routers.values()))
+        keys = api_keys(first)
+    except AdmissError as error:
+        _print_error(error)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    raise typer.Exit(run_gateway(routers, keys, host, port, first.config.serve.grace_s))
+
+
+receipts_app = typer.Typer(help="Read a receipt store written by admiss serve.", no_args_is_help=True)
+app.add_typer(receipts_app, name="receipts")
+
+
+@receipts_app.command("export")
+def receipts_export(
+    store: Path = typer.Argument(..., help="The SQLite receipt store."),
+    since: Optional[str] = typer.Option(None, "--since", help="Only receipts created at or after this ISO-8601 time "
+                                        "(a date, or a date and time; no zone means UTC)."),
+) -> None:
+    """Print receipts as JSON Lines, oldest first. Exit 2 when the store or --since is bad."""
+    import json
+
+    from admiss.serve.store import StoreError, open_store, parse_since
+
+    try:
+        start = parse_since(since) if since is not None else None
+    except ValueError:
+        sys.stderr.write(f"--since: E153 not an ISO-8601 time: {since!r} (e.g. 2026-11-30 or 2026-11-30T23:10:00Z)\n")
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    try:
+        receipts = open_store(store, create=False)
+        for receipt in receipts.iter_since(start):
+            sys.stdout.write(json.dumps(receipt, ensure_ascii=False) + "\n")
+    except StoreError as error:
+        sys.stderr.write(f"{store}: E152 {str(error).removeprefix(f'{store}: ')}\n")
+        raise typer.Exit(EXIT_BAD_INPUT) from None
 
 
 def main() -> None:

@@ -22,6 +22,17 @@ budget_window = 20                # ... over the last N runs of the gate ...
 budget_min_runs = 5               # ... once it has run at least this often
 on_disabled = "fail"              # a gate disabled by its budget counts as a fail, or "skip"
 pass_env = ["PYTHONPATH"]         # more variables for subprocess gates (never a provider key)
+
+[rungs.serve.draft]               # how the live cascade calls rung "draft" of CHAIN serve
+temperature = 0.2                 # optional, 0 to 2
+max_tokens = 512                  # optional
+system = "Answer in JSON."        # optional: a system message put before the request's
+
+[serve]                           # admiss serve (docs/serve.md)
+store = "admiss-receipts.db"      # the receipt store, relative to this file
+api_keys_env = "ADMISS_API_KEYS"  # optional: comma-separated bearer keys clients must send
+api_keys = []                     # optional: keys written here (prefer the environment)
+grace_s = 10                      # on SIGTERM, how long in-flight requests may finish
 ```
 
 Unknown tables and keys are errors (a misspelt ``api_key_env`` must not silently send
@@ -94,16 +105,51 @@ class GateDefaults:
 
 
 @attrs.frozen
+class RungSettings:
+    """One ``[rungs.CHAIN.RUNG]`` table: how the live cascade calls that rung's model."""
+
+    temperature: float | None = None
+    max_tokens: int | None = None
+    system: str | None = None
+
+    def params(self) -> dict[str, Any]:
+        """The chat-completions request fields these settings set."""
+        fields = {"temperature": self.temperature, "max_tokens": self.max_tokens}
+        return {key: value for key, value in fields.items() if value is not None}
+
+
+DEFAULT_STORE = "admiss-receipts.db"
+DEFAULT_GRACE_S = 10.0
+
+
+@attrs.frozen
+class ServeSettings:
+    """The ``[serve]`` table of ``admiss serve``."""
+
+    # Relative paths are resolved against the config file's folder when read from a file.
+    store: Path = Path(DEFAULT_STORE)
+    api_keys: tuple[str, ...] = ()
+    api_keys_env: str | None = None
+    grace_s: float = DEFAULT_GRACE_S
+
+
+@attrs.frozen
 class Config:
     providers: dict[str, ProviderConfig] = attrs.field(factory=dict)
     # Keyed by the case-folded model id, so "OpenAI/GPT-5" finds "openai/gpt-5".
     prices: dict[str, Price] = attrs.field(factory=dict)
     gates: GateDefaults = GateDefaults()
+    # Chain name -> rung name -> settings.
+    rungs: dict[str, dict[str, RungSettings]] = attrs.field(factory=dict)
+    serve: ServeSettings = ServeSettings()
     # The file this came from (None for the defaults), for messages only.
     path: Path | None = attrs.field(default=None, eq=False)
 
     def price_for(self, model: str) -> Price | None:
         return self.prices.get(model.casefold())
+
+    def rung_settings(self, chain: str, rung: str) -> RungSettings:
+        return self.rungs.get(chain, {}).get(rung, RungSettings())
 
 
 def provider_name(model: str) -> str | None:
@@ -200,7 +246,9 @@ def _syntax_error(exc: Exception, source: Source) -> InputError:
 _PROVIDER_KEYS = ("base_url", "api_key_env", "timeout_s", "max_retries", "max_reply_bytes")
 _PRICE_KEYS = ("input_usd_per_mtok", "output_usd_per_mtok")
 _GATE_KEYS = tuple(f.name for f in attrs.fields(GateDefaults))
-_TABLES = ("providers", "prices", "gates")
+_RUNG_KEYS = tuple(f.name for f in attrs.fields(RungSettings))
+_SERVE_KEYS = tuple(f.name for f in attrs.fields(ServeSettings))
+_TABLES = ("providers", "prices", "gates", "rungs", "serve")
 _REQUIRED = object()
 
 
@@ -214,13 +262,47 @@ class _Reader:
         self._known_keys(data, _TABLES, ())
         providers = {name: self._provider(name, table) for name, table in self._tables(data, "providers").items()}
         prices = {model.casefold(): self._price(model, table) for model, table in self._tables(data, "prices").items()}
-        return Config(providers=providers, prices=prices, gates=self._gates(data, providers), path=path)
+        chains = self._tables(data, "rungs")
+        rungs = {chain: {rung: self._rung(chain, rung, table) for rung, table in self._tables(chains, ("rungs", chain)).items()}
+                 for chain in chains}
+        return Config(providers=providers, prices=prices, gates=self._gates(data, providers), rungs=rungs,
+                      serve=self._serve(data, path), path=path)
 
-    def _tables(self, data: dict, name: str) -> dict[str, dict]:
-        tables = self._typed(data, (), name, dict, "a table", default={})
+    def _tables(self, data: dict, name: str | tuple[str, ...]) -> dict[str, dict]:
+        where = (name,) if isinstance(name, str) else name
+        tables = self._typed(data, where[:-1], where[-1], dict, "a table", default={})
         for key, table in tables.items():
-            self._typed(tables, (name,), key, dict, "a table")
+            self._typed(tables, where, key, dict, "a table")
         return tables
+
+    def _rung(self, chain: str, rung: str, table: dict) -> RungSettings:
+        where = ("rungs", chain, rung)
+        self._known_keys(table, _RUNG_KEYS, where)
+        temperature = self._typed(table, where, "temperature", (int, float), "a number", default=None)
+        if temperature is not None and not 0 <= temperature <= 2:
+            self._fail(where, "temperature", f"temperature must be between 0 and 2, not {temperature}")
+        max_tokens = self._typed(table, where, "max_tokens", int, "an integer", default=None)
+        if max_tokens is not None and max_tokens < 1:
+            self._fail(where, "max_tokens", f"max_tokens must be at least 1, not {max_tokens}")
+        return RungSettings(
+            temperature=None if temperature is None else float(temperature),
+            max_tokens=max_tokens,
+            system=self._typed(table, where, "system", str, "a string", default=None),
+        )
+
+    def _serve(self, data: dict, path: Path) -> ServeSettings:
+        where = ("serve",)
+        table = self._typed(data, (), "serve", dict, "a table", default={})
+        self._known_keys(table, _SERVE_KEYS, where)
+        keys = self._typed(table, where, "api_keys", list, "an array of strings", default=[])
+        if not all(isinstance(key, str) and key.strip() for key in keys):
+            self._fail(where, "api_keys", "serve.api_keys must hold non-empty strings")
+        return ServeSettings(
+            store=path.parent / self._typed(table, where, "store", str, "a string", default=DEFAULT_STORE),
+            api_keys=tuple(keys),
+            api_keys_env=self._typed(table, where, "api_keys_env", str, "a string", default=None),
+            grace_s=self._number(table, where, "grace_s", DEFAULT_GRACE_S),
+        )
 
     def _provider(self, name: str, table: dict) -> ProviderConfig:
         where = ("providers", name)

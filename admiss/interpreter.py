@@ -24,12 +24,14 @@ if TYPE_CHECKING:
 class Runtime:
     """Run state shared by the bundles of one run: chains, budgets, loop, clients."""
 
-    def __init__(self, rubric: CompiledRubric, config_path: Path | None = None, offline: bool = False):
+    def __init__(self, rubric: CompiledRubric, config_path: Path | None = None, offline: bool = False, config=None):
         self.rubric = rubric
         self.config_path = config_path
         # Offline runs make no model calls on purpose; otherwise every model a gate calls
         # must have its provider configured before a bundle is checked.
         self.offline = offline
+        # A Config object given directly wins over finding a file.
+        self.config = config
         self._chains: dict[str, Any] = {}
         self._context = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -57,7 +59,7 @@ class Runtime:
             origin = Path(self.rubric.origin) if self.rubric.origin else None
             self._context = GateContext(
                 rubric_dir=origin.parent if origin else Path.cwd(),
-                config=load_config(self.config_path, origin),
+                config=self.config if self.config is not None else load_config(self.config_path, origin),
                 rubric_file=self.rubric.origin,
                 properties={p.name: p for p in self.rubric.properties},
                 offline=self.offline,
@@ -134,8 +136,12 @@ def _warn(message: str) -> None:
 
 
 def check_bundle(rubric: CompiledRubric, bundle: Any, bundle_name: str | None = None,
-                 runtime: Runtime | None = None, chain: str | None = None) -> CheckReport:
-    """Check ``bundle`` (a decoded JSON value) against ``rubric``; BundleError if it is malformed."""
+                 runtime: Runtime | None = None, chain: str | None = None, live: bool = False) -> CheckReport:
+    """Check ``bundle`` (a decoded JSON value) against ``rubric``; BundleError if it is malformed.
+
+    ``live``: a rung with no candidate in the bundle calls its model with the bundle's
+    prompt (see admiss.serve.calls); otherwise it is skipped and escalates.
+    """
     name = bundle_name or "<bundle>"
     rows, scoped = evidence_rows(bundle, name, rubric.property_names)
     results = [prop.check(offered(rows, prop.name) if scoped else rows) for prop in rubric.properties]
@@ -144,7 +150,7 @@ def check_bundle(rubric: CompiledRubric, bundle: Any, bundle_name: str | None = 
         return CheckReport(rubric, bundle_name, results, None, evidence)
     runtime = runtime or Runtime(rubric)
     chain_name = runtime.chain_name(chain)
-    return CheckReport(rubric, bundle_name, results, _run_chain(runtime, chain_name, bundle, name), evidence)
+    return CheckReport(rubric, bundle_name, results, _run_chain(runtime, chain_name, bundle, name, live), evidence)
 
 
 def check_trace(rubric: CompiledRubric, trace: "Trace", name: str | None = None, runtime: Runtime | None = None,
@@ -170,7 +176,7 @@ def _trace_candidates(rubric: CompiledRubric, chain_name: str, bundle: dict) -> 
             if rung.model is not None and model in (rung.model, rung.model.split("/", 1)[-1])]
 
 
-def _run_chain(runtime: Runtime, chain_name: str, bundle: dict, name: str):
+def _run_chain(runtime: Runtime, chain_name: str, bundle: dict, name: str, live: bool = False):
     from admiss.cascade import candidates_by_rung, resampling_calls
 
     compiled = runtime.chain(chain_name)
@@ -178,7 +184,15 @@ def _run_chain(runtime: Runtime, chain_name: str, bundle: dict, name: str):
     candidates, costs = candidates_by_rung(bundle, compiled)
     # The candidate's model is known only from the bundle, so its provider is checked here.
     runtime.require_providers(resampling_calls(compiled, candidates))
-    return compiled.run(candidates, costs, runtime.event_loop())
+    if not live:
+        return compiled.run(candidates, costs, runtime.event_loop())
+    from admiss.serve.calls import LiveRungs
+
+    prompt = bundle.get("prompt")
+    rungs = LiveRungs(runtime.gate_context(), chain_name, None if prompt is None else [{"role": "user", "content": prompt}],
+                      supplied=candidates, supplied_cost=costs, evidence=tuple(bundle.get("evidence", ())),
+                      meta=bundle.get("meta", {}))
+    return runtime.event_loop().run_until_complete(compiled.arun(rungs.produce))
 
 
 def _rubric_source(origin: str | None):

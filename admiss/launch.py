@@ -20,7 +20,7 @@ from typing import Iterator
 # Long and short spellings of check's options that take a value, by CheckOptions field.
 _VALUE_OPTIONS = {"--rubric": "rubric", "-r": "rubric", "--format": "fmt", "-f": "fmt", "--chain": "chain",
                   "--config": "config", "--jobs": "jobs", "-j": "jobs", "--report": "report", "--trace": "trace"}
-_FLAG_OPTIONS = {"--fail-fast": "fail_fast", "--offline": "offline"}
+_FLAG_OPTIONS = {"--fail-fast": "fail_fast", "--offline": "offline", "--live": "live"}
 _FORMATS = ("text", "json", "rich")
 _REPORTS = ("lean", "full")
 
@@ -84,6 +84,7 @@ def _options(given: dict[str, object]):
         offline=bool(given.get("offline", False)),
         report=given.get("report", "lean"),
         trace=given.get("trace"),
+        live=bool(given.get("live", False)),
     )
 
 

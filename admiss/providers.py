@@ -19,9 +19,10 @@ byte), and a reply longer than ``max_reply_bytes`` (decompressed) is cut off and
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import os
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import attrs
 import httpx
@@ -78,6 +79,28 @@ class Completion:
     text: str
     # None when the server did not report token usage (the call cannot be priced).
     usage: Usage | None
+    finish_reason: str | None = None
+
+
+@attrs.frozen
+class Call:
+    """One model call that returned, as :func:`recording_calls` logs it."""
+
+    model: str
+    usage: Usage | None
+
+
+# The calls made in the current context (a request of the gateway), when someone records them.
+_calls: contextvars.ContextVar[list[Call] | None] = contextvars.ContextVar("admiss_calls", default=None)
+
+
+def recording_calls() -> list[Call]:
+    """Start logging every call that returns in this context (and the tasks it starts) to
+    the returned list: gates reach the provider from inside the cascade, and a receipt
+    needs each call's token usage."""
+    calls: list[Call] = []
+    _calls.set(calls)
+    return calls
 
 
 def split_model(model: str) -> tuple[str, str]:
@@ -102,15 +125,19 @@ def cost_usd(config: Config, model: str, usages: Sequence[Usage | None]) -> tupl
 class ChatClient:
     """One provider's endpoint over one pooled ``httpx.AsyncClient`` (made on first use)."""
 
-    def __init__(self, config: ProviderConfig, environ: Mapping[str, str] | None = None):
+    def __init__(self, config: ProviderConfig, environ: Mapping[str, str] | None = None,
+                 transport: Callable[[], httpx.AsyncBaseTransport] | None = None):
         self.config = config
         self._environ = os.environ if environ is None else environ
+        self._transport = transport
         self._http: httpx.AsyncClient | None = None
 
-    async def complete(self, model: str, messages: Sequence[Mapping[str, str]]) -> Completion:
-        """The reply to ``messages`` from ``model`` (the name without the provider prefix)."""
+    async def complete(self, model: str, messages: Sequence[Mapping[str, Any]],
+                       params: Mapping[str, Any] | None = None) -> Completion:
+        """The reply to ``messages`` from ``model`` (the name without the provider prefix);
+        ``params`` adds request fields such as ``temperature``."""
         headers = self._headers()
-        body = {"model": model, "messages": list(messages)}
+        body = {**(params or {}), "model": model, "messages": list(messages)}
         response = await self._post_with_retries(body, headers)
         return _completion(response, self.config.name)
 
@@ -132,7 +159,8 @@ class ChatClient:
 
     def _client(self) -> httpx.AsyncClient:
         if self._http is None:
-            self._http = httpx.AsyncClient(timeout=httpx.Timeout(self.config.timeout_s))
+            transport = self._transport() if self._transport is not None else None
+            self._http = httpx.AsyncClient(timeout=httpx.Timeout(self.config.timeout_s), transport=transport)
         return self._http
 
     async def _post_with_retries(self, body: dict, headers: dict[str, str]) -> _Reply:
@@ -191,6 +219,12 @@ class Providers:
         self._configs = dict(providers)
         self._environ = environ
         self._clients: dict[str, ChatClient] = {}
+        self._transport: Callable[[], httpx.AsyncBaseTransport] | None = None
+
+    def use_transport(self, make: Callable[[], httpx.AsyncBaseTransport]) -> None:
+        """Clients made from now on send through ``make()``'s transport (one per client)
+        instead of httpx's default one; the gateway uses this for its faster pool."""
+        self._transport = make
 
     def configured(self, model: str | None) -> bool:
         """Whether ``model`` names a provider that admiss.toml configures."""
@@ -199,10 +233,21 @@ class Providers:
         except ProviderError:
             return False
 
-    async def complete(self, model: str, messages: Sequence[Mapping[str, str]]) -> Completion:
+    async def complete(self, model: str, messages: Sequence[Mapping[str, Any]],
+                       params: Mapping[str, Any] | None = None) -> Completion:
         """Send ``messages`` to ``"NAME/model"`` through provider NAME."""
         name, model_name = split_model(model)
-        return await self._client(name).complete(model_name, messages)
+        completion = await self._client(name).complete(model_name, messages, params)
+        calls = _calls.get()
+        if calls is not None:
+            calls.append(Call(model, completion.usage))
+        return completion
+
+    def api_keys(self) -> list[str]:
+        """The provider keys set in the environment, so callers can keep them out of what they show."""
+        environ = os.environ if self._environ is None else self._environ
+        names = {c.api_key_env for c in self._configs.values() if c.api_key_env}
+        return [environ[name] for name in names if environ.get(name)]
 
     async def aclose(self) -> None:
         clients, self._clients = self._clients, {}
@@ -212,7 +257,7 @@ class Providers:
         if name not in self._configs:
             raise ProviderError(f"no [providers.{name}] table in admiss.toml")
         if name not in self._clients:
-            self._clients[name] = ChatClient(self._configs[name], self._environ)
+            self._clients[name] = ChatClient(self._configs[name], self._environ, self._transport)
         return self._clients[name]
 
 
@@ -227,7 +272,8 @@ def _completion(response: _Reply, provider: str) -> Completion:
         # filter): about what the request carried, not a fault of the provider.
         raise ProviderError(f"provider {provider}: reply has no text content (the model declined)",
                             content_refused=True)
-    return Completion(text, _usage(data.get("usage")))
+    finish = data["choices"][0].get("finish_reason")
+    return Completion(text, _usage(data.get("usage")), finish if isinstance(finish, str) else None)
 
 
 def _usage(data: Any) -> Usage | None:

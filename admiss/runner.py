@@ -143,6 +143,7 @@ class CheckOptions(NamedTuple):
     offline: bool = False
     report: str = "lean"  # the JSON report's shape: "lean" or "full"
     trace: str | None = None  # --trace FORMAT: read every input as a trace in that format
+    live: bool = False
 
 
 # A unit is one bundle to check: (file path, line number, its JSON text as str or bytes),
@@ -197,7 +198,8 @@ class CheckRun:
     def report_for(self, value: Any, path: str, name: str):
         """The report for one parsed JSON value from file ``path`` (``name`` is how reports
         and errors call it); AdmissError if it cannot be checked. The per-bundle seam."""
-        return self.rubric_for(value, path, name).check(value, name, self.options.chain, self.options.trace)
+        return self.rubric_for(value, path, name).check(value, name, self.options.chain, self.options.trace,
+                                                       self.options.live)
 
     def outcome(self, unit: Unit | AdmissError) -> Outcome:
         if isinstance(unit, AdmissError):  # the file itself could not be read

@@ -14,8 +14,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import (  # noqa: E402
-    bench_batch, bench_compile, bench_inprocess, bench_peers, bench_ray, bench_rung, bench_startup, bench_trace_read,
-    bench_traces,
+    bench_batch, bench_compile, bench_gateway, bench_inprocess, bench_peers, bench_ray, bench_rung, bench_startup,
+    bench_trace_read, bench_traces,
 )
 from benchmarks.settings import settings_for  # noqa: E402
 
@@ -29,6 +29,7 @@ SECTIONS = {
     "ray": bench_ray.run,
     "trace_read": bench_trace_read.run,
     "traces": bench_traces.run,
+    "gateway": bench_gateway.run,
 }
 
 

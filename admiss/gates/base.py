@@ -38,6 +38,10 @@ class Candidate:
     # The bundle's evidence plus the candidate's own, as validated bundle items (dicts).
     evidence: tuple[dict, ...] = ()
     rung: str = ""
+    # The live cascade's request (the messages sent and the generation fields), so a gate
+    # that asks the model again (consistency) asks exactly what the rung asked.
+    messages: tuple[dict, ...] | None = None
+    params: dict = attrs.field(factory=dict)
 
 
 @attrs.frozen

@@ -8,7 +8,8 @@ K defaults to 5.
 
 Samples come from the candidate's ``samples`` in the bundle (the first k; fewer than k
 abstains), else from k concurrent new calls to the candidate's model when admiss.toml
-configures its provider and the bundle has a prompt, else the gate abstains. Maker ==
+configures its provider and the bundle has a prompt (in the live cascade: the rung's own
+request, messages and generation fields), else the gate abstains. Maker ==
 checker is intended here: the signal is the model's own stability. New calls are priced
 by ``[prices]`` as gate cost.
 
@@ -121,18 +122,19 @@ class _Consistency:
         missing = []
         if not self.ctx.providers.configured(candidate.model):
             missing.append(f"no provider configured for the candidate's model ({candidate.model or 'none given'})")
-        if candidate.prompt is None:
+        if candidate.prompt is None and candidate.messages is None:
             missing.append("no prompt to resample")
         if missing:
             raise _NoSamples(f"no samples in the bundle, and cannot draw new ones: {'; '.join(missing)}")
 
     async def _new_samples(self, candidate: Candidate) -> GateResult:
         model = candidate.model or ""
-        messages = [{"role": "user", "content": candidate.prompt or ""}]
+        messages = candidate.messages or [{"role": "user", "content": candidate.prompt or ""}]
         # return_exceptions: every call that ran is priced, even when one of them failed.
         # Cancelling this coroutine cancels the calls still in flight.
         replies = await asyncio.gather(
-            *(self.ctx.providers.complete(model, messages) for _ in range(self.k)), return_exceptions=True
+            *(self.ctx.providers.complete(model, messages, candidate.params) for _ in range(self.k)),
+            return_exceptions=True,
         )
         completions = [r for r in replies if isinstance(r, Completion)]
         cost, cost_note = cost_usd(self.ctx.config, model, [c.usage for c in completions])

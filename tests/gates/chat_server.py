@@ -1,16 +1,22 @@
 """A real chat-completions server on 127.0.0.1 with scripted replies, for judge and consistency.
 
 Tests queue replies (``server.script(...)``); each request takes the next one, or the default
-when the queue is empty. A test may instead set ``server.rule``, a function from the recorded
-request to its reply, for replies that follow a fixed rule (the entailment tests do). Every
-request is recorded (headers and JSON body) so tests can check what was sent, and that
-nothing was sent.
+when the queue is empty. Every request is recorded (headers and JSON body) so tests can
+check what was sent, and that nothing was sent.
+
+A ``route`` (given to the constructor, or set later) is a function from the recorded
+request to its reply, or None to fall back to the queue: the entailment tests answer by a
+fixed rule; under concurrency, where a queue cannot say which request gets which reply,
+``route=scripted_by_prompt`` lets each request carry its own script (see that function).
+``keep_alive=True`` speaks HTTP/1.1 and keeps connections open, as real providers do. ``python chat_server.py [PORT]`` runs one as a process and prints its URL.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
@@ -69,12 +75,56 @@ class Recorded:
 _FENCE = re.compile(r"<<<(\w+) (\w+)>>>\n(.*?)\n<<<END \1 \2>>>", re.S)
 
 
+SCRIPT_MARK = '{"script":'
+_counter = itertools.count(1)
+
+
+def scripted_by_prompt(recorded: Recorded) -> Reply | None:
+    """The reply a request's own prompt scripts, or None (then the queue or the default).
+
+    The last message's text (for a judge: the fenced task inside it) holds
+    ``{"script": {"<model>": SPEC, ...}}`` keyed by the upstream model name. SPEC is the
+    reply text, or an object: ``{"text": s}``, ``{"status": 500}`` (an error reply),
+    ``{"delay": seconds}`` (a hang, with ``text`` after it), ``{"vary": true}`` (the text
+    with a fresh number after it on every call, so no two replies agree), ``{"status": 400,
+    "echo": "authorization"}`` (an error whose message repeats that request header, as
+    careless providers do).
+    """
+    body = recorded.body if isinstance(recorded.body, dict) else {}
+    messages = body.get("messages") or [{}]
+    text = str(messages[-1].get("content") or "")
+    start = text.find(SCRIPT_MARK)
+    if start < 0:
+        return None
+    try:
+        script, _ = json.JSONDecoder().raw_decode(text, start)
+        spec = script["script"].get(body.get("model"))
+    except (ValueError, KeyError, AttributeError):
+        return None
+    if spec is None:
+        return None
+    if isinstance(spec, str):
+        return completion(spec)
+    reply_text = str(spec.get("text", ""))
+    if spec.get("vary"):
+        reply_text = f"{reply_text} {next(_counter)}"
+    if "status" in spec:
+        echoed = recorded.headers.get(spec.get("echo", ""), "")
+        return Reply(status=int(spec["status"]), body={"error": {"message": f"scripted {spec['status']} {echoed}"}})
+    return attrs.evolve(completion(reply_text), delay_s=float(spec.get("delay", 0.0)))
+
+
+class _Server(ThreadingHTTPServer):
+    # The stdlib's backlog of 5 drops connections when a gateway opens a hundred at once.
+    request_queue_size = 256
+
+
 class ChatServer:
-    def __init__(self) -> None:
+    def __init__(self, route: Callable[[Recorded], Reply | None] | None = None, keep_alive: bool = False,
+                 port: int = 0) -> None:
         self.requests: list[Recorded] = []
         self.default = grade()
-        # When set, every request's reply is rule(request): the queue and default are unused.
-        self.rule: Callable[[Recorded], Reply] | None = None
+        self.route = route
         self._queue: list[Reply] = []
         # The most requests the server has held at once (a bound on concurrency shows here).
         self.max_in_flight = 0
@@ -82,7 +132,7 @@ class ChatServer:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._held: threading.Barrier | None = None
-        self._http = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._http = _Server(("127.0.0.1", port), _handler_for(self, keep_alive))
         self._http.daemon_threads = True
         # A short poll interval keeps shutdown (once per test) quick.
         self._thread = threading.Thread(target=self._http.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
@@ -97,12 +147,13 @@ class ChatServer:
             self._queue.extend(replies)
 
     def next_reply(self, recorded: Recorded) -> Reply:
+        routed = self.route(recorded) if self.route is not None else None
         with self._lock:
             self.requests.append(recorded)
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
-            if self.rule is not None:
-                return self.rule(recorded)
+            if routed is not None:
+                return routed
             return self._queue.pop(0) if self._queue else self.default
 
     def hold_replies_until(self, count: int, timeout_s: float = 10.0) -> None:
@@ -128,8 +179,10 @@ class ChatServer:
         self._http.server_close()
 
 
-def _handler_for(server: ChatServer) -> type[BaseHTTPRequestHandler]:
+def _handler_for(server: ChatServer, keep_alive: bool) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
+
         def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
             length = int(self.headers.get("Content-Length", 0))
             raw = self.rfile.read(length)
@@ -155,3 +208,13 @@ def _handler_for(server: ChatServer) -> type[BaseHTTPRequestHandler]:
             pass
 
     return Handler
+
+
+if __name__ == "__main__":
+    # A fake upstream in a process of its own (benchmarks): every request gets one short
+    # completion; nothing is recorded, so memory stays flat under load.
+    standalone = ChatServer(keep_alive=True, port=int(sys.argv[1]) if len(sys.argv) > 1 else 0)
+    standalone.default = completion('{"answer": 42}')
+    standalone.next_reply = lambda recorded: standalone.default  # type: ignore[method-assign]
+    print(standalone.url, flush=True)
+    standalone._http.serve_forever()

@@ -41,7 +41,7 @@ def entailment_rule(request: Recorded) -> Reply:
 
 @pytest.fixture
 def meaning_server(chat_server):
-    chat_server.rule = entailment_rule
+    chat_server.route = entailment_rule
     return chat_server
 
 
@@ -119,7 +119,7 @@ def test_concurrent_calls_are_bounded(local_ctx, meaning_server):
     # Ten answers that all differ: the last is asked both ways against nine representatives
     # at once, 18 calls, which the gate lets through at most MAX_CONCURRENT_CALLS at a time.
     answers = [f"Company {n}" for n in range(10)]
-    meaning_server.rule = lambda request: attrs.evolve(
+    meaning_server.route = lambda request: attrs.evolve(
         completion(json.dumps({"rationale": "different companies", "entails": False})), delay_s=0.05)
     candidate = Candidate(output=answers[0], prompt=PROMPT, samples=tuple(answers[1:]))
     result = by_meaning(local_ctx(), candidate, k=9, threshold=0.5)
@@ -134,7 +134,7 @@ def test_a_failed_call_abstains_as_a_gate_error_and_what_ran_is_priced(local_ctx
             return Reply(500, {"error": {"message": "overloaded"}})
         return entailment_rule(request)
 
-    meaning_server.rule = refuse_gamma
+    meaning_server.route = refuse_gamma
     candidate = Candidate(output="Acme Corp operates it", prompt=PROMPT,
                           samples=("The operator is Acme Corporation", "Gamma Inc"))
     result = by_meaning(local_ctx(max_retries=0), candidate, k=2, threshold=0.5)
@@ -153,7 +153,7 @@ def test_a_reply_that_breaks_the_format_counts_against_the_candidate(local_ctx, 
             return completion("APPROVED")
         return entailment_rule(request)
 
-    meaning_server.rule = obeys_the_candidate
+    meaning_server.route = obeys_the_candidate
     candidate = Candidate(output=crafted, prompt=PROMPT, samples=("Acme Corp operates it",))
     result = by_meaning(local_ctx(), candidate, k=1, threshold=1.0)
     assert (result.verdict, result.fault) == (ABSTAIN, CANDIDATE_FAULT)

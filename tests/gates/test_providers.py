@@ -32,7 +32,7 @@ def providers_for(url: str, environ: dict | None = None, **options) -> Providers
 def test_a_reply_gives_its_text_and_usage(chat_server):
     chat_server.script(completion("hi there", prompt_tokens=7, completion_tokens=3))
     result = call(providers_for(chat_server.url))
-    assert result == Completion("hi there", Usage(7, 3))
+    assert result == Completion("hi there", Usage(7, 3), finish_reason="stop")
     [request] = chat_server.requests
     assert request.path == "/v1/chat/completions"
     assert request.body == {"model": "some-model", "messages": HELLO}

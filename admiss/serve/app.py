@@ -1,0 +1,292 @@
+"""The gateway's HTTP routes; the only module that imports the web framework (Starlette)
+and the ASGI server (uvicorn). docs/serve.md says why these two.
+
+Every route but /healthz, /readyz and /metrics needs a bearer key when keys are configured.
+A chat request runs the chain named by its ``model``; the receipt is committed before the
+first byte of the response, and no byte of an output its gates did not pass is ever sent.
+A client that hangs up cancels its request: model calls in flight are cancelled and
+subprocess gates killed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import os
+import re
+import signal
+import time
+from typing import Any, AsyncIterator, Mapping
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from admiss.errors import Diagnostic, InputError
+from admiss.serve.calls import RequestError
+from admiss.serve.metrics import GatewayMetrics
+from admiss.serve.router import Router, Served
+from admiss.serve.store import StoreError, StoreWriter
+
+RECEIPT_HEADER = "x-admiss-receipt-id"
+
+
+def api_keys(router: Router) -> frozenset[str]:
+    """The bearer keys clients may send: ``[serve] api_keys`` and the ones in ``api_keys_env``.
+
+    Naming a variable that holds no key is an error (E154), not an open gateway.
+    """
+    settings = router.config.serve
+    keys = set(settings.api_keys)
+    if settings.api_keys_env:
+        keys |= {k.strip() for k in os.environ.get(settings.api_keys_env, "").split(",") if k.strip()}
+        if not keys:
+            message = (f"[serve] api_keys_env names {settings.api_keys_env}, which holds no key: "
+                       "the gateway would be open to anyone")
+            raise InputError([Diagnostic("E154", message, file=str(router.config.path),
+                                         hint=f"export {settings.api_keys_env}=KEY1,KEY2, or remove api_keys_env")])
+    return frozenset(keys)
+
+
+def _error(status: int, message: str, kind: str, code: str | None = None, param: str | None = None,
+           receipt_id: str | None = None) -> JSONResponse:
+    """OpenAI's error shape, with the receipt id when the request has a receipt."""
+    error: dict[str, Any] = {"message": message, "type": kind, "param": param, "code": code}
+    headers = {}
+    if receipt_id is not None:
+        error["receipt_id"] = receipt_id
+        headers[RECEIPT_HEADER] = receipt_id
+    return JSONResponse({"error": error}, status_code=status, headers=headers)
+
+
+class _ClientGone(Exception):
+    """The client hung up before its answer was ready."""
+
+
+async def _disconnected(request: Request) -> None:
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _unless_client_leaves(request: Request, work: asyncio.Future) -> Any:
+    """``work``'s result; if the client hangs up first, ``work`` is cancelled (its model calls
+    and gate processes with it) and _ClientGone raised."""
+    watcher = asyncio.ensure_future(_disconnected(request))
+    try:
+        await asyncio.wait({work, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watcher.cancel()
+    if work.done():
+        return work.result()
+    work.cancel()
+    await asyncio.gather(work, return_exceptions=True)
+    raise _ClientGone
+
+
+def _admiss_object(served: Served) -> dict[str, Any]:
+    chain = served.receipt["chain"]
+    return {"receipt_id": served.receipt["id"], "served_rung": served.rung, "outcome": served.outcome,
+            "model_cost_usd": chain["model_cost_usd"], "gate_cost_usd": chain["gate_cost_usd"]}
+
+
+def _completion_body(served: Served, created: int) -> dict[str, Any]:
+    return {
+        "id": served.receipt["request_id"],
+        "object": "chat.completion",
+        "created": created,
+        "model": served.model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": served.output},
+                     "finish_reason": served.finish_reason, "logprobs": None}],
+        "usage": served.usage,
+        "admiss": _admiss_object(served),
+    }
+
+
+_PIECE = re.compile(r"\s*\S+\s*|\s+")
+
+
+def _sse(data: Mapping[str, Any]) -> bytes:
+    return b"data: " + json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n\n"
+
+
+async def _chunks(served: Served, created: int, include_usage: bool) -> AsyncIterator[bytes]:
+    """The verified output as OpenAI chat.completion.chunk events, a word or so each."""
+    head = {"id": served.receipt["request_id"], "object": "chat.completion.chunk", "created": created,
+            "model": served.model}
+
+    def chunk(delta: dict, finish: str | None = None, **extra: Any) -> bytes:
+        return _sse({**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
+                     **extra})
+
+    yield chunk({"role": "assistant", "content": ""})
+    for piece in _PIECE.findall(served.output or ""):
+        yield chunk({"content": piece})
+    yield chunk({}, served.finish_reason, admiss=_admiss_object(served))
+    if include_usage:
+        yield _sse({**head, "choices": [], "usage": served.usage})
+    yield b"data: [DONE]\n\n"
+
+
+class Gateway:
+    """The routes over one router per chain, the keys, the metrics."""
+
+    def __init__(self, routers: dict[str, Router], keys: frozenset[str]):
+        self.routers = routers
+        self.keys = keys
+        self.metrics = GatewayMetrics(routers)
+        for router in routers.values():
+            router.listeners.append(self.metrics.observe)
+
+    def authorized(self, request: Request) -> bool:
+        if not self.keys:
+            return True
+        scheme, _, key = request.headers.get("authorization", "").partition(" ")
+        # compare_digest against every key, so timing says nothing about which one nearly matched.
+        matches = [hmac.compare_digest(key.strip().encode(), k.encode()) for k in self.keys]
+        return scheme.lower() == "bearer" and any(matches)
+
+    def unauthorized(self) -> JSONResponse:
+        self.metrics.rejected.labels("unauthorized").inc()
+        return _error(401, "missing or invalid API key: send Authorization: Bearer KEY", "invalid_request_error",
+                      "invalid_api_key")
+
+    async def chat(self, request: Request) -> Response:
+        if not self.authorized(request):
+            return self.unauthorized()
+        try:
+            body = await request.json()
+        except ValueError:
+            return self._bad_request("the request body is not JSON")
+        if not isinstance(body, dict):
+            return self._bad_request("the request body must be a JSON object")
+        model = body.get("model")
+        router = self.routers.get(model) if isinstance(model, str) else None
+        if router is None:
+            self.metrics.rejected.labels("unknown_model").inc()
+            return _error(404, f"no chain named {body.get('model')!r}: GET /v1/models lists them",
+                          "invalid_request_error", "model_not_found", "model")
+        stream = body.pop("stream", False) is True
+        options = body.pop("stream_options", None)
+        include_usage = isinstance(options, dict) and options.get("include_usage") is True
+        messages = body.pop("messages", None)
+        body.pop("model")
+        self.metrics.in_flight.inc()
+        try:
+            work = asyncio.ensure_future(router.complete(messages, **body))
+            served = await _unless_client_leaves(request, work)
+        except RequestError as exc:
+            return self._bad_request(str(exc), exc.param)
+        except StoreError as exc:
+            # No stored receipt, no answer: the output is not sent.
+            self.metrics.rejected.labels("store_failed").inc()
+            return _error(503, f"the receipt could not be stored, so nothing is served: {exc}", "admiss_error",
+                          "receipt_store_failed")
+        except _ClientGone:
+            self.metrics.rejected.labels("client_disconnected").inc()
+            return Response(status_code=499)  # nobody reads it; uvicorn drops it
+        finally:
+            self.metrics.in_flight.dec()
+        return self._answer(served, stream, include_usage)
+
+    def _answer(self, served: Served, stream: bool, include_usage: bool) -> Response:
+        receipt_id = served.receipt["id"]
+        if served.rung is None:
+            return _error(422, f"chain {served.receipt['chain']['name']!r} is exhausted: no rung's output passed "
+                          f"its gates, so nothing is served (receipt {receipt_id})", "admiss_error",
+                          "chain_exhausted", receipt_id=receipt_id)
+        created = int(time.time())
+        headers = {RECEIPT_HEADER: receipt_id}
+        if stream:
+            return StreamingResponse(_chunks(served, created, include_usage), media_type="text/event-stream",
+                                     headers={**headers, "cache-control": "no-cache"})
+        return JSONResponse(_completion_body(served, created), headers=headers)
+
+    def _bad_request(self, message: str, param: str | None = None) -> JSONResponse:
+        self.metrics.rejected.labels("bad_request").inc()
+        return _error(400, message, "invalid_request_error", param=param)
+
+    async def models(self, request: Request) -> Response:
+        if not self.authorized(request):
+            return self.unauthorized()
+        data = [{"id": name, "object": "model", "created": 0, "owned_by": "admiss",
+                 "rungs": [{"rung": r.name, "model": r.model} for r in router.chain.rungs]}
+                for name, router in self.routers.items()]
+        return JSONResponse({"object": "list", "data": data})
+
+    async def receipt(self, request: Request) -> Response:
+        if not self.authorized(request):
+            return self.unauthorized()
+        store = self.store
+        receipt = await store.aread(lambda s, rid: s.get(rid), request.path_params["receipt_id"])
+        if receipt is None:
+            return _error(404, "no such receipt", "invalid_request_error", "receipt_not_found")
+        return JSONResponse(receipt)
+
+    async def metrics_page(self, request: Request) -> Response:
+        data, content_type = self.metrics.exposition()
+        return Response(data, media_type=content_type)
+
+    async def healthz(self, request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def readyz(self, request: Request) -> Response:
+        problems = [p for router in self.routers.values() for p in router.unready()]
+        store = self.store
+        if not await store.aread(lambda s: s.writable()):
+            problems.append(f"receipt store {store.store.path} is not writable")
+        problems = sorted(set(problems))
+        return JSONResponse({"status": "not ready" if problems else "ready", "problems": problems},
+                            status_code=503 if problems else 200)
+
+    def app(self) -> Starlette:
+        routes = [
+            Route("/v1/chat/completions", self.chat, methods=["POST"]),
+            Route("/v1/models", self.models, methods=["GET"]),
+            Route("/v1/receipts/{receipt_id}", self.receipt, methods=["GET"]),
+            Route("/metrics", self.metrics_page, methods=["GET"]),
+            Route("/healthz", self.healthz, methods=["GET"]),
+            Route("/readyz", self.readyz, methods=["GET"]),
+        ]
+        return Starlette(routes=routes, lifespan=self._lifespan)
+
+    def _lifespan(self, app: Starlette):
+        return _Lifespan(self)
+
+    @property
+    def store(self) -> StoreWriter:
+        return next(iter(self.routers.values())).store
+
+
+class _Lifespan:
+    """On shutdown (after in-flight requests finished), close every router, then write
+    what the store has queued and close it."""
+
+    def __init__(self, gateway: Gateway):
+        self.gateway = gateway
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, *exc: Any) -> None:
+        for router in self.gateway.routers.values():
+            await router.aclose()
+        await asyncio.get_running_loop().run_in_executor(None, self.gateway.store.close)
+
+
+def serve(routers: dict[str, Router], keys: frozenset[str], host: str, port: int, grace_s: float,
+          log_level: str = "info") -> int:
+    """Serve until SIGTERM or Ctrl-C, then finish in-flight requests (up to ``grace_s``),
+    flush the store and return 0."""
+    import uvicorn
+
+    gateway = Gateway(routers, keys)
+    config = uvicorn.Config(gateway.app(), host=host, port=port, log_level=log_level, access_log=False,
+                            timeout_graceful_shutdown=grace_s, lifespan="on", server_header=False)
+    # uvicorn raises the stopping signal again once it has shut down; a handler of our own
+    # takes it, so a graceful stop exits 0 rather than dying by the signal.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: None)
+    uvicorn.Server(config).run()
+    return 0

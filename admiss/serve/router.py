@@ -1,0 +1,287 @@
+"""The live cascade: call the cheapest rung's model, gate its output, escalate on a fail.
+
+A rung's model is called only when every rung below it failed its gates (or its call
+failed), so a rung above the one that serves is never called. Each request gets a receipt:
+the JSON report's ``chain`` object plus the request id, the time, every model call's token
+usage and price (the rungs', the judge's, the consistency samples'), and each rung's
+latency. With a store, the receipt is committed before :meth:`Router.complete` returns.
+
+    >>> router = admiss.Router("rubrics/sec_filings_serve.rubric", config="admiss.toml")
+    >>> served = router.complete_sync([{"role": "user", "content": "Who operates it?"}])
+    >>> served.output, served.receipt["id"]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import secrets
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import attrs
+
+from admiss.cascade import CompiledChain, CompiledRung
+from admiss.config import Config
+from admiss.errors import Diagnostic, InputError
+from admiss.providers import recording_calls, split_model, ProviderError
+from admiss.report.json import chain_dict
+from admiss.serve.calls import LiveRungs, checked_messages, checked_params
+from admiss.serve.store import StoreError, StoreWriter, open_store, utc_timestamp
+
+SERVED, EXHAUSTED = "served", "exhausted"
+MODEL_GATES = ("judge",)  # gates that call a model of their own (consistency calls the rung's)
+
+
+@attrs.frozen
+class Served:
+    """What a request got: the served output (None when the chain was exhausted) and its receipt."""
+
+    output: str | None
+    rung: str | None
+    model: str | None
+    finish_reason: str | None
+    receipt: dict[str, Any]
+
+    @property
+    def outcome(self) -> str:
+        return SERVED if self.rung is not None else EXHAUSTED
+
+    @property
+    def usage(self) -> dict[str, int]:
+        """The request's token usage summed over every call it made (rungs and gates)."""
+        prompt = sum(u["prompt_tokens"] or 0 for u in self.receipt["usage"])
+        completion = sum(u["completion_tokens"] or 0 for u in self.receipt["usage"])
+        return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+@attrs.frozen
+class GateHealth:
+    """One gate's error budget as /metrics shows it."""
+
+    rung: str
+    gate: str
+    position: int
+    error_rate: float
+    disabled: bool
+
+
+class Router:
+    """The live cascade of one CHAIN of a rubric.
+
+    ``rubric_or_path``: an :class:`admiss.Rubric` or the path of a ``.rubric`` / IR file.
+    ``config``: an ``admiss.toml`` path or a :class:`~admiss.config.Config` (default: found
+    beside the rubric, else in the working folder). ``chain``: the CHAIN, needed when the
+    rubric has several. ``store``: a receipt store path (the router opens and closes it), a
+    :class:`~admiss.serve.store.StoreWriter` shared with others (its owner closes it), or
+    None to store nothing. ``listeners`` are called with each receipt once it is stored.
+    """
+
+    def __init__(self, rubric_or_path: Any, config: str | Path | Config | None = None, chain: str | None = None,
+                 store: str | Path | StoreWriter | None = None):
+        from admiss.api import Rubric, load
+        from admiss.interpreter import Runtime
+
+        config_path = config if isinstance(config, (str, Path)) else None
+        rubric = rubric_or_path if isinstance(rubric_or_path, Rubric) else load(rubric_or_path, config_path)
+        self.rubric = rubric
+        self._runtime = Runtime(rubric.compiled, Path(config_path) if config_path else None,
+                                config if isinstance(config, Config) else None)
+        name = self._runtime.chain_name(chain)
+        if name is None:
+            raise InputError([Diagnostic("E150", "the rubric has no CHAIN to serve", file=rubric.compiled.origin)])
+        self.chain: CompiledChain = self._runtime.chain(name)
+        self.ctx = self._runtime.gate_context()
+        self.config: Config = self.ctx.config
+        _check_servable(self.chain, self.config, rubric.compiled.origin)
+        self._secrets = [s for s in self.ctx.providers.api_keys() if len(s) >= 4]
+        _use_fast_transport(self.ctx.providers)
+        self._owns_store = isinstance(store, (str, Path))
+        self._store = _writer_for(Path(store)) if self._owns_store else store
+        self.listeners: list[Callable[[dict[str, Any]], None]] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def store(self) -> StoreWriter | None:
+        return self._store
+
+    def attach_store(self, writer: StoreWriter) -> None:
+        """Store receipts through ``writer``, which its owner closes."""
+        self._store, self._owns_store = writer, False
+
+    @property
+    def top_rung(self) -> CompiledRung:
+        return self.chain.rungs[-1]
+
+    async def complete(self, messages: Any, **params: Any) -> Served:
+        """Run the cascade on a chat request; the served output and its (stored) receipt.
+
+        Raises :class:`~admiss.serve.calls.RequestError` for a malformed request, before
+        any model is called.
+        """
+        messages = checked_messages(messages)
+        params = checked_params(params)
+        started, created_at = time.perf_counter(), utc_timestamp()
+        rungs = LiveRungs(self.ctx, self.chain.name, messages, params, calls=recording_calls())
+        result = await self.chain.arun(rungs.produce)
+        finished = time.perf_counter()
+        receipt = self._redacted({
+            "id": "rcpt_" + secrets.token_hex(12),
+            "request_id": "chatcmpl-" + secrets.token_hex(12),
+            "created_at": created_at,
+            "chain": chain_dict(result),
+            "usage": rungs.usage(),
+            "latency_ms": rungs.latency_ms(finished),
+            "total_latency_ms": round((finished - started) * 1000, 3),
+            "top_rung": {"rung": self.top_rung.name, "model": self.top_rung.model},
+            "model_errors": [{"rung": rung, "error": error} for rung, error in rungs.errors.items()],
+        })
+        # Shielded: once the cascade has run, its receipt is stored and counted even if the
+        # caller gives up now, so the store and the counters never disagree.
+        await asyncio.shield(self._keep(receipt))
+        call = rungs.calls.get(result.served) if result.served is not None else None
+        return Served(
+            output=call.completion.text if call else None,
+            rung=result.served,
+            model=self.chain_model(result.served),
+            finish_reason=(call.completion.finish_reason or "stop") if call else None,
+            receipt=receipt,
+        )
+
+    async def _keep(self, receipt: dict[str, Any]) -> None:
+        if self._store is not None:
+            await self._store.put(receipt)
+        for listener in self.listeners:
+            listener(receipt)
+
+    def complete_sync(self, messages: Any, **params: Any) -> Served:
+        """:meth:`complete` for code without an event loop (one loop kept across calls, so
+        provider connections are reused)."""
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+        return self._loop.run_until_complete(self.complete(messages, **params))
+
+    def chain_model(self, rung: str | None) -> str | None:
+        return next((r.model for r in self.chain.rungs if r.name == rung), None)
+
+    def gate_health(self) -> list[GateHealth]:
+        """Each gate's error rate over its budget window, and whether its budget disabled it."""
+        return [GateHealth(rung.name, gate.ir.kind, index, gate.budget.error_rate, gate.budget.disabled)
+                for rung in self.chain.rungs for index, gate in enumerate(rung.gates)]
+
+    def unready(self) -> list[str]:
+        """What stops the chain from being served now (an unset provider key), in words."""
+        problems = []
+        for model in sorted(self.models()):
+            try:
+                name = split_model(model)[0]
+            except ProviderError as exc:
+                problems.append(exc.reason)
+                continue
+            if name not in self.config.providers:
+                problems.append(f"{model}: no [providers.{name}] table in admiss.toml")
+                continue
+            env = self.config.providers[name].api_key_env
+            if env and not os.environ.get(env):
+                problems.append(f"provider {name}: environment variable {env} is not set")
+        return sorted(set(problems))
+
+    def models(self) -> set[str]:
+        """Every model the chain may call: the rungs' and the judges'."""
+        return {r.model for r in self.chain.rungs if r.model} | {
+            g.ir.model for r in self.chain.rungs for g in r.gates if g.ir.kind in MODEL_GATES and g.ir.model}
+
+    def redact(self, text: str) -> str:
+        """``text`` with every provider key in it replaced."""
+        for secret in self._secrets:
+            text = text.replace(secret, "[redacted]")
+        return text
+
+    def _redacted(self, receipt: dict[str, Any]) -> dict[str, Any]:
+        # A provider may echo what it was sent in an error, and errors go on the receipt.
+        if not self._secrets:
+            return receipt
+        text = json.dumps(receipt, ensure_ascii=False)
+        return json.loads(self.redact(text)) if any(s in text for s in self._secrets) else receipt
+
+    async def aclose(self) -> None:
+        """Close provider connections and write what the store has queued."""
+        await self.ctx.providers.aclose()
+        if self._owns_store and self._store is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self._store.close)
+            self._store = None
+
+    def close(self) -> None:
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+        self._loop.run_until_complete(self.aclose())
+        self._loop.close()
+        self._loop = None
+
+
+def _check_servable(chain: CompiledChain, config: Config, origin: str | None) -> None:
+    """Every rung needs a MODEL whose provider admiss.toml configures (E150), and rung
+    settings must name rungs of the chain (E151: a misspelt rung must not silently lose
+    its system prompt)."""
+    problems = []
+    for rung in chain.rungs:
+        if not rung.model:
+            problems.append(Diagnostic("E150", f"rung '{rung.name}' of chain '{chain.name}' has no MODEL to call",
+                                       file=origin, hint='write RUNG name MODEL "provider/model"'))
+            continue
+        try:
+            provider = split_model(rung.model)[0]
+        except ProviderError as exc:
+            problems.append(Diagnostic("E150", f"rung '{rung.name}': {exc.reason}", file=origin))
+            continue
+        if provider not in config.providers:
+            where = str(config.path) if config.path else "admiss.toml (none found)"
+            problems.append(Diagnostic("E150", f"rung '{rung.name}' calls {rung.model}, but {where} has no "
+                                       f"[providers.{provider}] table", file=origin,
+                                       hint=f"add [providers.{provider}] with its base_url"))
+    names = {r.name for r in chain.rungs}
+    for rung in config.rungs.get(chain.name, {}):
+        if rung not in names:
+            problems.append(Diagnostic("E151", f"[rungs.{chain.name}.{rung}] in {config.path} names no rung of "
+                                       f"chain '{chain.name}'", file=origin, hint=f"rungs: {', '.join(sorted(names))}"))
+    if problems:
+        raise InputError(problems)
+
+
+def routers_for(rubric_path: str | Path, config: str | Path | None = None, chain: str | None = None,
+                store: str | Path | None = None) -> dict[str, Router]:
+    """One router per chain served (``chain``, or every CHAIN of the rubric), sharing one
+    receipt store: ``store``, else ``[serve] store`` of the config. Close the store
+    (``router.store.close()``) after the routers."""
+    from admiss.api import load
+
+    rubric = load(rubric_path, config)
+    names = [chain] if chain is not None else [c.name for c in rubric.ir.chains]
+    if not names:
+        raise InputError([Diagnostic("E150", "the rubric has no CHAIN to serve", file=str(rubric_path))])
+    first = Router(rubric, config, names[0])
+    writer = _writer_for(Path(store) if store is not None else first.config.serve.store)
+    routers = {names[0]: first}
+    routers.update({name: Router(rubric, config, name) for name in names[1:]})
+    for router in routers.values():
+        router.attach_store(writer)
+    return routers
+
+
+def _writer_for(path: Path) -> StoreWriter:
+    try:
+        return StoreWriter(open_store(path))
+    except StoreError as exc:
+        raise InputError([Diagnostic("E152", str(exc), file=str(path))]) from None
+
+
+def _use_fast_transport(providers) -> None:
+    """Send model calls through aiohttp's pool when it is installed (the serve extra has it):
+    httpx's own pool is the gateway's bottleneck under concurrency (see transport.py)."""
+    try:
+        from admiss.serve.transport import AiohttpTransport
+    except ImportError:
+        return
+    providers.use_transport(AiohttpTransport)

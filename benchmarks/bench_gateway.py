@@ -1,0 +1,224 @@
+"""The gateway: what ``admiss serve`` adds to a chat call when its chain has only inline
+gates (non_empty, json_valid), against direct calls to the same fake upstream, in one run.
+
+Three processes on the machine's two shared cores: the fake upstream (fake_upstream.py),
+``admiss serve`` (which writes every receipt to SQLite before answering), and this client
+(raw HTTP/1.1 keep-alive connections on asyncio, so the client costs as little as it can).
+Direct and gateway rounds alternate; each round's figures are printed, then the medians.
+
+Two upstreams: one that answers at once (the gateway's whole cost shows, and the direct
+baseline is a raw client against a raw server), and one that takes 100 ms, a fast model's
+reply time (what an application sees in front of a real model).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from benchmarks.settings import Settings
+from benchmarks.tables import print_section, print_table, ratio_text, target_text
+
+CONCURRENCY = 50
+TARGET_MEDIAN_MS, TARGET_P99_MS, TARGET_THROUGHPUT = 2.0, 10.0, 0.5
+KEY = "bench-key"
+RUBRIC = """CHAIN bench {
+  RUNG cheap MODEL "fake/cheap" {
+    GATE non_empty ON ABSTAIN fail_closed
+    GATE json_valid ON ABSTAIN fail_closed
+  }
+  RUNG strong MODEL "fake/strong" {
+    GATE non_empty ON ABSTAIN fail_closed
+  }
+}
+"""
+MESSAGES = [{"role": "user", "content": "What is the answer? Reply in JSON."}]
+
+
+def _request(path: str, body: dict, headers: dict[str, str]) -> bytes:
+    data = json.dumps(body).encode()
+    lines = [f"POST {path} HTTP/1.1", "host: 127.0.0.1", "content-type: application/json",
+             f"content-length: {len(data)}", *(f"{k}: {v}" for k, v in headers.items())]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + data
+
+
+async def _connection(port: int, request: bytes, count: int, latencies: list[float]) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        for _ in range(count):
+            started = time.perf_counter()
+            writer.write(request)
+            head = await reader.readuntil(b"\r\n\r\n")
+            status = head.split(b" ", 2)[1]
+            length = next(int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                          if line.lower().startswith(b"content-length:"))
+            await reader.readexactly(length)
+            if status != b"200":
+                raise RuntimeError(f"HTTP {status.decode()}")
+            latencies.append(time.perf_counter() - started)
+    finally:
+        writer.close()
+
+
+def load(port: int, request: bytes, total: int, concurrency: int) -> tuple[list[float], float]:
+    """Per-request latencies (s) and requests per second: ``total`` requests over
+    ``concurrency`` connections, each sending its share one after another."""
+    latencies: list[float] = []
+
+    async def go() -> float:
+        shares = [total // concurrency + (i < total % concurrency) for i in range(concurrency)]
+        started = time.perf_counter()
+        await asyncio.gather(*(_connection(port, request, n, latencies) for n in shares))
+        return time.perf_counter() - started
+
+    elapsed = asyncio.run(go())
+    return latencies, total / elapsed
+
+
+def httpx_rate(port: int, total: int, concurrency: int) -> float:
+    """Requests per second of direct calls made with httpx, the client admiss's providers
+    use: the ceiling the gateway's own upstream calls run into."""
+
+    async def go() -> float:
+        limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+        async with httpx.AsyncClient(limits=limits) as client:
+            url = f"http://127.0.0.1:{port}/v1/chat/completions"
+
+            async def share(count: int) -> None:
+                for _ in range(count):
+                    (await client.post(url, json={"model": "cheap", "messages": MESSAGES})).raise_for_status()
+
+            await share(50)
+            started = time.perf_counter()
+            await asyncio.gather(*(share(total // concurrency) for _ in range(concurrency)))
+            return (total // concurrency * concurrency) / (time.perf_counter() - started)
+
+    return asyncio.run(go())
+
+
+def _percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+UPSTREAM_DELAYS_S = (0.0, 0.1)
+
+
+def _start_upstream(delay_s: float) -> tuple[subprocess.Popen, int]:
+    process = subprocess.Popen([sys.executable, str(Path(__file__).parent / "fake_upstream.py"), str(delay_s)],
+                               stdout=subprocess.PIPE, text=True)
+    return process, int(process.stdout.readline())
+
+
+def _start_gateway(folder: Path, upstream_port: int) -> tuple[subprocess.Popen, int]:
+    (folder / "bench.rubric").write_text(RUBRIC)
+    (folder / "admiss.toml").write_text(f'[providers.fake]\nbase_url = "http://127.0.0.1:{upstream_port}/v1"\n'
+                                        f'[serve]\nstore = "receipts.db"\napi_keys = ["{KEY}"]\n')
+    port = _free_port()
+    process = subprocess.Popen([sys.executable, "-m", "admiss", "serve", str(folder / "bench.rubric"),
+                                "--port", str(port)], cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
+                return process, port
+        except httpx.TransportError:
+            time.sleep(0.1)
+    raise RuntimeError("admiss serve did not come up")
+
+
+def _stop(process: subprocess.Popen) -> None:
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.2f}"
+
+
+def run(settings: Settings) -> None:
+    for delay_s in UPSTREAM_DELAYS_S:
+        _run_against(settings, delay_s)
+
+
+def _run_against(settings: Settings, delay_s: float) -> None:
+    print_section(f"gateway: admiss serve with inline gates vs direct calls to the same fake upstream "
+                  f"(replying after {delay_s * 1000:.0f} ms), concurrency {CONCURRENCY}")
+    total = 1000 if settings.quick else 3000
+    rounds = 3 if settings.quick else 5
+    upstream, upstream_port = _start_upstream(delay_s)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            gateway, gateway_port = _start_gateway(Path(tmp), upstream_port)
+            try:
+                rows, summary = _measure(upstream_port, gateway_port, total, rounds)
+            finally:
+                _stop(gateway)
+            stored = sum(1 for _ in _receipts(Path(tmp) / "receipts.db"))
+    finally:
+        _stop(upstream)
+    print_table(f"{total} requests per round; latency in ms", ["round", "direct p50", "direct p99", "direct req/s",
+                "gateway p50", "gateway p99", "gateway req/s", "added p50", "added p99", "throughput"], rows)
+    added_median, added_p99, throughput, single, through_httpx, gateway_rate = summary
+    print(f"added latency at concurrency 1 (one request at a time): median {_ms(single)} ms")
+    print(f"direct calls through httpx (the gateway's upstream client) at concurrency {CONCURRENCY}: "
+          f"{through_httpx:.0f} req/s; the gateway's median {gateway_rate:.0f} req/s is "
+          f"{ratio_text(gateway_rate / through_httpx)} of that")
+    print(f"receipts stored: {stored}")
+    print(target_text(f"added median <= {TARGET_MEDIAN_MS} ms at concurrency {CONCURRENCY}",
+                      added_median * 1000 <= TARGET_MEDIAN_MS, f"{_ms(added_median)} ms (median of rounds)"))
+    print(target_text(f"added p99 <= {TARGET_P99_MS} ms at concurrency {CONCURRENCY}",
+                      added_p99 * 1000 <= TARGET_P99_MS, f"{_ms(added_p99)} ms (median of rounds)"))
+    print(target_text(f"throughput >= {TARGET_THROUGHPUT}x direct", throughput >= TARGET_THROUGHPUT,
+                      ratio_text(throughput)))
+
+
+def _measure(upstream_port: int, gateway_port: int, total: int, rounds: int):
+    direct = _request("/v1/chat/completions", {"model": "cheap", "messages": MESSAGES}, {})
+    via = _request("/v1/chat/completions", {"model": "bench", "messages": MESSAGES}, {"authorization": f"Bearer {KEY}"})
+    for port, request in ((upstream_port, direct), (gateway_port, via)):
+        load(port, request, 500, CONCURRENCY)  # warm-up: connections, lazy imports, SQLite pages
+    rows, added50, added99, ratios, rates = [], [], [], [], []
+    for index in range(rounds):
+        order = [(upstream_port, direct), (gateway_port, via)]
+        results = [load(port, request, total, CONCURRENCY) for port, request in (order if index % 2 == 0 else order[::-1])]
+        (d_lat, d_rate), (g_lat, g_rate) = results if index % 2 == 0 else results[::-1]
+        d50, d99, g50, g99 = (statistics.median(d_lat), _percentile(d_lat, 0.99), statistics.median(g_lat),
+                              _percentile(g_lat, 0.99))
+        added50.append(g50 - d50)
+        added99.append(g99 - d99)
+        ratios.append(g_rate / d_rate)
+        rates.append(g_rate)
+        rows.append([str(index + 1), _ms(d50), _ms(d99), f"{d_rate:.0f}", _ms(g50), _ms(g99), f"{g_rate:.0f}",
+                     _ms(g50 - d50), _ms(g99 - d99), ratio_text(g_rate / d_rate)])
+    one_direct, _ = load(upstream_port, direct, 300, 1)
+    one_gateway, _ = load(gateway_port, via, 300, 1)
+    single = statistics.median(one_gateway) - statistics.median(one_direct)
+    through_httpx = httpx_rate(upstream_port, total, CONCURRENCY)
+    return rows, (statistics.median(added50), statistics.median(added99), statistics.median(ratios), single,
+                  through_httpx, statistics.median(rates))
+
+
+def _receipts(path: Path):
+    from admiss.serve.store import open_store
+
+    return open_store(path, create=False).iter_since()

@@ -1,0 +1,193 @@
+"""Running a real ``admiss serve`` process, in front of a fake upstream (a
+real HTTP server on 127.0.0.1 that logs every call), driven with the official openai client.
+
+Each test's prompt carries a unique marker and its own script of upstream replies
+(``chat_server.scripted_by_prompt``), so tests and concurrent requests never share state
+and the upstream log shows exactly which models a request reached.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "gates"))
+
+from chat_server import ChatServer  # noqa: E402
+
+from admiss.serve.store import open_store  # noqa: E402
+
+KEY = "client-key-1"
+PROVIDER_KEY = "sk-upstream-secret-0123456789"
+GATE = Path(__file__).parent / "scripts" / "gate.py"
+
+RUBRIC = """
+CHAIN json {
+  RUNG cheap MODEL "fake/cheap" {
+    GATE non_empty ON ABSTAIN fail_closed
+    GATE json_valid ON ABSTAIN fail_closed
+  }
+  RUNG strong MODEL "fake/strong" {
+    GATE non_empty ON ABSTAIN fail_closed
+    GATE json_valid ON ABSTAIN fail_closed
+  }
+}
+
+CHAIN judged {
+  RUNG cheap MODEL "fake/cheap" {
+    GATE non_empty ON ABSTAIN fail_closed
+    GATE judge MODEL "fake/judge" THRESHOLD 0.7 RUBRIC "Is the answer correct and complete?" ON ABSTAIN fail_closed
+  }
+  RUNG strong MODEL "fake/strong" {
+    GATE non_empty ON ABSTAIN fail_closed
+  }
+}
+
+CHAIN consistent {
+  RUNG cheap MODEL "fake/cheap" {
+    GATE consistency K 3 THRESHOLD 1.0 ON ABSTAIN fail_closed
+  }
+  RUNG strong MODEL "fake/strong" {
+    GATE non_empty ON ABSTAIN fail_closed
+  }
+}
+
+CHAIN tested {
+  RUNG cheap MODEL "fake/cheap" {
+    GATE subprocess CMD [__PYTHON__, __GATE__, __PIDS__] TIMEOUT 2s ON ABSTAIN fail_closed
+  }
+  RUNG strong MODEL "fake/strong" {
+    GATE non_empty ON ABSTAIN fail_closed
+  }
+}
+
+CHAIN slowgate {
+  RUNG cheap MODEL "fake/cheap" {
+    GATE subprocess CMD [__PYTHON__, __GATE__, __PIDS__] TIMEOUT 60s ON ABSTAIN fail_closed
+  }
+}
+"""
+
+CONFIG = """
+[providers.fake]
+base_url = "{url}"
+api_key_env = "FAKE_PROVIDER_KEY"
+timeout_s = 2
+max_retries = 1
+
+[prices."fake/cheap"]
+input_usd_per_mtok = 1.0
+output_usd_per_mtok = 2.0
+
+[prices."fake/strong"]
+input_usd_per_mtok = 10.0
+output_usd_per_mtok = 20.0
+
+[prices."fake/judge"]
+input_usd_per_mtok = 5.0
+output_usd_per_mtok = 5.0
+
+[gates]
+budget_rate = 1.0  # never disable a gate: fault tests make errors on purpose
+
+[rungs.json.cheap]
+system = "Reply with one JSON object."
+temperature = 0.25
+max_tokens = 64
+
+[serve]
+store = "receipts.db"
+api_keys_env = "GATEWAY_KEYS"
+grace_s = {grace_s}
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Gateway:
+    """A running ``admiss serve`` process and what tests need to reach and inspect it."""
+
+    def __init__(self, folder: Path, upstream: ChatServer, extra_env: dict[str, str] | None = None,
+                 grace_s: float = 10):
+        self.folder = folder
+        self.upstream = upstream
+        self.pids = folder / "pids"
+        self.pids.mkdir(exist_ok=True)
+        quoted = lambda value: json.dumps(str(value))  # noqa: E731
+        rubric = (RUBRIC.replace("__PYTHON__", quoted(sys.executable)).replace("__GATE__", quoted(GATE))
+                  .replace("__PIDS__", quoted(self.pids)))
+        (folder / "gw.rubric").write_text(rubric)
+        (folder / "admiss.toml").write_text(CONFIG.format(url=upstream.url, grace_s=grace_s))
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.store_path = folder / "receipts.db"
+        self.log = folder / "server.log"
+        env = {**os.environ, "GATEWAY_KEYS": f"{KEY}, other-key", "FAKE_PROVIDER_KEY": PROVIDER_KEY,
+               **(extra_env or {})}
+        with self.log.open("wb") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "admiss", "serve", str(folder / "gw.rubric"), "--port", str(self.port)],
+                cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT)
+        self._wait_until_up()
+
+    def _wait_until_up(self) -> None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"admiss serve exited {self.process.returncode}:\n{self.log.read_text()}")
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                time.sleep(0.1)
+        raise RuntimeError(f"admiss serve did not come up:\n{self.log.read_text()}")
+
+    def client(self, key: str | None = KEY, **options: Any) -> openai.OpenAI:
+        return openai.OpenAI(base_url=f"{self.url}/v1", api_key=key, max_retries=0, **options)
+
+    def async_client(self, **options: Any) -> openai.AsyncOpenAI:
+        return openai.AsyncOpenAI(base_url=f"{self.url}/v1", api_key=KEY, max_retries=0, **options)
+
+    def store(self):
+        return open_store(self.store_path, create=False)
+
+    def metrics(self) -> dict[str, float]:
+        """The /metrics samples as {'name{labels}': value}."""
+        text = httpx.get(f"{self.url}/metrics").text
+        out = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                name, _, value = line.rpartition(" ")
+                out[name] = float(value)
+        return out
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(30)
+
+
+def prompt(script: dict[str, Any], text: str = "What is the answer?") -> tuple[str, str]:
+    """A unique marker and a user message carrying it and the upstream script."""
+    marker = uuid.uuid4().hex
+    return marker, f"[{marker}] {text} " + json.dumps({"script": script})
+
+
+def upstream_calls(upstream: ChatServer, marker: str) -> list[str]:
+    """The upstream models a request (known by its marker) reached, in order."""
+    return [r.body["model"] for r in list(upstream.requests) if marker in json.dumps(r.body)]

@@ -1,0 +1,75 @@
+"""/metrics and /readyz: what the gateway counts, and what it reads from the error budgets."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import httpx
+import pytest
+
+import admiss
+from admiss.serve.metrics import GatewayMetrics
+from gatewaykit import GATE, Gateway, prompt
+
+GOOD = '{"answer": 42}'
+GRADE = json.dumps({"failure_hypotheses": ["h"], "evidence": ["e"], "rationale": "r", "score": 0.1})
+
+
+def _delta(before: dict, after: dict, key: str) -> float:
+    return after.get(key, 0.0) - before.get(key, 0.0)
+
+
+def test_metrics_count_verdicts_serves_costs_and_latencies(gateway):
+    before = gateway.metrics()
+    for script in ({"cheap": "Paris", "judge": GRADE, "strong": "Lyon"}, {"cheap": "CRASH", "strong": "Lyon"}):
+        _, text = prompt(script)
+        gateway.client().chat.completions.create(model="judged" if "judge" in script else "tested",
+                                                 messages=[{"role": "user", "content": text}])
+    after = gateway.metrics()
+    assert _delta(before, after, 'admiss_gate_verdicts_total{chain="judged",gate="judge",rung="cheap",verdict="fail"}') == 1
+    assert _delta(before, after, 'admiss_serves_total{chain="judged",rung="strong"}') == 1
+    assert _delta(before, after, 'admiss_gate_verdicts_total{chain="tested",gate="subprocess",rung="cheap",verdict="abstain"}') == 1
+    assert _delta(before, after, 'admiss_requests_total{chain="tested",outcome="served"}') == 1
+    # The judge's 120 tokens at $5 per million are gate spend; both rungs' calls are model spend.
+    assert _delta(before, after, 'admiss_gate_cost_usd_total{chain="judged",gate="judge"}') == pytest.approx(600e-6)
+    assert _delta(before, after, 'admiss_model_cost_usd_total{chain="judged",rung="strong"}') == pytest.approx(1400e-6)
+    assert _delta(before, after, 'admiss_gate_latency_seconds_count{chain="judged",gate="judge"}') == 1
+    assert _delta(before, after, 'admiss_rung_latency_seconds_count{chain="tested",rung="strong"}') == 1
+    assert after['admiss_gate_error_rate{chain="tested",gate="subprocess",position="0",rung="cheap"}'] > 0
+    assert after['admiss_gates_disabled{chain="tested"}'] == 0
+    assert after["admiss_in_flight_requests"] == 0
+
+
+def test_a_gate_its_budget_disabled_shows_on_the_gauges(tmp_path, upstream):
+    (tmp_path / "r.rubric").write_text(f"""
+CHAIN c {{
+  RUNG cheap MODEL "fake/cheap" {{
+    GATE subprocess CMD [{json.dumps(sys.executable)}, {json.dumps(str(GATE))}, {json.dumps(str(tmp_path))}]
+  }}
+}}
+""")
+    (tmp_path / "admiss.toml").write_text(f'[providers.fake]\nbase_url = "{upstream.url}"\n[gates]\nbudget_min_runs = 3\n')
+    router = admiss.Router(tmp_path / "r.rubric")
+    metrics = GatewayMetrics({"c": router})
+    try:
+        for _ in range(3):
+            _, text = prompt({"cheap": "CRASH"})
+            router.complete_sync([{"role": "user", "content": text}])
+        page = metrics.exposition()[0].decode()
+    finally:
+        router.close()
+    assert 'admiss_gates_disabled{chain="c"} 1.0' in page
+    assert 'admiss_gate_disabled{chain="c",gate="subprocess",position="0",rung="cheap"} 1.0' in page
+    assert 'admiss_gate_error_rate{chain="c",gate="subprocess",position="0",rung="cheap"} 1.0' in page
+
+
+def test_readyz_names_an_unset_provider_key(tmp_path, upstream):
+    gateway = Gateway(tmp_path, upstream, extra_env={"FAKE_PROVIDER_KEY": ""})
+    try:
+        ready = httpx.get(f"{gateway.url}/readyz")
+        assert ready.status_code == 503
+        assert ready.json()["problems"] == ["provider fake: environment variable FAKE_PROVIDER_KEY is not set"]
+        assert httpx.get(f"{gateway.url}/healthz").status_code == 200
+    finally:
+        assert gateway.stop() == 0

@@ -1,0 +1,219 @@
+"""admiss.Router in Python, admiss check --live, the receipt store and admiss receipts export,
+and the config tables the live cascade reads. Real files, a real upstream on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import admiss
+from admiss.errors import InputError
+from admiss.serve.store import StoreError, open_store, parse_since
+from gatewaykit import prompt, upstream_calls
+
+GOOD = '{"answer": 42}'
+TWO_RUNGS = """
+CHAIN answer {
+  RUNG cheap MODEL "fake/cheap" {
+    GATE non_empty ON ABSTAIN fail_closed
+    GATE json_valid ON ABSTAIN fail_closed
+  }
+  RUNG strong MODEL "fake/strong" {
+    GATE non_empty ON ABSTAIN fail_closed
+  }
+}
+"""
+
+
+@pytest.fixture
+def folder(tmp_path: Path, upstream) -> Path:
+    (tmp_path / "r.rubric").write_text(TWO_RUNGS)
+    (tmp_path / "admiss.toml").write_text(f"""
+[providers.fake]
+base_url = "{upstream.url}"
+
+[prices."fake/cheap"]
+input_usd_per_mtok = 1.0
+output_usd_per_mtok = 2.0
+
+[rungs.answer.strong]
+system = "Be brief."
+""")
+    return tmp_path
+
+
+def test_the_sync_router_serves_stores_and_never_calls_above_the_serving_rung(folder, upstream):
+    router = admiss.Router(folder / "r.rubric", config=folder / "admiss.toml", store=folder / "rc.db")
+    try:
+        marker, text = prompt({"cheap": GOOD, "strong": "strong answer"})
+        served = router.complete_sync([{"role": "user", "content": text}])
+        assert (served.output, served.rung, served.model, served.outcome) == (GOOD, "cheap", "fake/cheap", "served")
+        assert upstream_calls(upstream, marker) == ["cheap"]
+        marker, text = prompt({"cheap": "no", "strong": "strong answer"})
+        escalated = router.complete_sync([{"role": "user", "content": text}], temperature=0)
+        assert escalated.output == "strong answer" and escalated.rung == "strong"
+        [strong_call] = [r.body for r in upstream.requests if marker in json.dumps(r.body) and r.body["model"] == "strong"]
+        assert strong_call["messages"][0] == {"role": "system", "content": "Be brief."}
+        assert strong_call["temperature"] == 0
+    finally:
+        router.close()
+    store = open_store(folder / "rc.db", create=False)
+    assert [r["id"] for r in store.iter_since()] == [served.receipt["id"], escalated.receipt["id"]]
+    assert store.get(served.receipt["id"])["chain"]["model_cost_usd"] == pytest.approx(140e-6)
+
+
+def test_a_router_needs_every_rung_model_configured(folder):
+    (folder / "nomodel.rubric").write_text("CHAIN c { RUNG a { GATE non_empty } }")
+    with pytest.raises(InputError) as caught:
+        admiss.Router(folder / "nomodel.rubric", config=folder / "admiss.toml")
+    assert caught.value.diagnostics[0].code == "E150"
+    (folder / "other.rubric").write_text('CHAIN c { RUNG a MODEL "elsewhere/m" { GATE non_empty } }')
+    with pytest.raises(InputError, match=r"no \[providers.elsewhere\] table") as caught:
+        admiss.Router(folder / "other.rubric", config=folder / "admiss.toml")
+    assert caught.value.diagnostics[0].code == "E150"
+
+
+def test_rung_settings_for_a_rung_the_chain_lacks_are_an_error(folder):
+    with (folder / "admiss.toml").open("a") as config:
+        config.write("\n[rungs.answer.stronk]\nmax_tokens = 5\n")
+    with pytest.raises(InputError) as caught:
+        admiss.Router(folder / "r.rubric", config=folder / "admiss.toml")
+    assert caught.value.diagnostics[0].code == "E151"
+    assert "stronk" in caught.value.diagnostics[0].message
+
+
+@pytest.mark.parametrize("table, message", [
+    ("[rungs.answer.cheap]\ntemprature = 1\n", "unknown key rungs.answer.cheap.temprature"),
+    ("[rungs.answer.cheap]\ntemperature = 3\n", "temperature must be between 0 and 2"),
+    ("[rungs.answer.cheap]\nmax_tokens = 0\n", "max_tokens must be at least 1"),
+    ("[serve]\napi_key = []\n", "unknown key serve.api_key"),
+    ("[serve]\napi_keys = [\"\"]\n", "serve.api_keys must hold non-empty strings"),
+])
+def test_bad_rung_and_serve_tables_are_located_errors(folder, table, message):
+    (folder / "bad.toml").write_text(table)
+    result = subprocess.run([sys.executable, "-m", "admiss", "serve", str(folder / "r.rubric"), "--config",
+                             str(folder / "bad.toml")], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert f"bad.toml:2:1: E001 {message}" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def _check(folder: Path, bundle: dict, *options: str) -> tuple[int, dict]:
+    (folder / "b.json").write_text(json.dumps(bundle))
+    result = subprocess.run([sys.executable, "-m", "admiss", "check", "--format", "json", "--rubric",
+                             str(folder / "r.rubric"), str(folder / "b.json"), *options],
+                            capture_output=True, text=True, timeout=60, cwd=folder)
+    assert "Traceback" not in result.stderr
+    return result.returncode, json.loads(result.stdout)
+
+
+def test_check_calls_no_model_without_live(folder, upstream):
+    marker, text = prompt({"cheap": GOOD})
+    code, report = _check(folder, {"prompt": text, "evidence": []})
+    assert code == 1 and report["chain"]["served"] is None
+    assert upstream_calls(upstream, marker) == []
+
+
+def test_check_live_calls_the_rungs_without_candidates(folder, upstream):
+    marker, text = prompt({"cheap": GOOD})
+    code, report = _check(folder, {"prompt": text, "evidence": []}, "--live")
+    assert code == 0 and report["chain"]["served"] == "cheap"
+    assert report["chain"]["model_cost_usd"] == pytest.approx(140e-6)
+    assert upstream_calls(upstream, marker) == ["cheap"]
+    # A supplied candidate is used as it is; only the rung without one is called.
+    marker, text = prompt({"cheap": GOOD, "strong": "called"})
+    code, report = _check(folder, {"prompt": text, "evidence": [],
+                                   "candidates": [{"rung": "cheap", "output": "not json", "cost_usd": 0.5}]}, "--live")
+    assert report["chain"]["served"] == "strong"
+    assert upstream_calls(upstream, marker) == ["strong"]
+
+
+def _receipt(rid: str, created_at: str, served: str | None = "cheap") -> dict:
+    chain = {"name": "answer", "served": served, "rungs": [], "model_cost_usd": 0.25, "gate_cost_usd": 0.5}
+    return {"id": rid, "request_id": "r", "created_at": created_at, "chain": chain, "usage": [], "latency_ms": {},
+            "total_latency_ms": 1.0, "top_rung": {"rung": "strong", "model": "fake/strong"}}
+
+
+def test_the_store_keeps_receipts_in_time_order_with_their_columns(tmp_path):
+    store = open_store(tmp_path / "s.db")
+    store.put(_receipt("rcpt_b", "2026-11-30T10:00:00.000Z"))
+    store.put_many([_receipt("rcpt_a", "2026-11-29T10:00:00.000Z", None), _receipt("rcpt_c", "2026-12-01T00:00:00.000Z")])
+    assert [r["id"] for r in store.iter_since()] == ["rcpt_a", "rcpt_b", "rcpt_c"]
+    assert [r["id"] for r in store.iter_since("2026-11-30T10:00:00.000Z")] == ["rcpt_b", "rcpt_c"]
+    assert store.counts() == {("answer", "exhausted"): 1, ("answer", "served"): 2}
+    with pytest.raises(StoreError):
+        store.put(_receipt("rcpt_a", "2026-11-29T10:00:00.000Z"))  # ids are unique
+    store.close()
+    import sqlite3
+
+    row = sqlite3.connect(tmp_path / "s.db").execute(
+        "SELECT chain, served_rung, outcome, model_cost_usd, gate_cost_usd FROM receipts WHERE id = 'rcpt_a'").fetchone()
+    assert row == ("answer", None, "exhausted", 0.25, 0.5)
+    assert sqlite3.connect(tmp_path / "s.db").execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+def test_receipts_export_prints_json_lines_since_a_time(tmp_path):
+    store = open_store(tmp_path / "s.db")
+    store.put_many([_receipt("rcpt_1", "2026-11-29T23:59:59.999Z"), _receipt("rcpt_2", "2026-11-30T00:00:00.000Z")])
+    store.close()
+
+    def export(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "admiss", "receipts", "export", *args], capture_output=True,
+                              text=True, timeout=60)
+
+    assert [json.loads(line)["id"] for line in export(str(tmp_path / "s.db")).stdout.splitlines()] == ["rcpt_1", "rcpt_2"]
+    since = export("--since", "2026-11-30", str(tmp_path / "s.db"))
+    assert [json.loads(line)["id"] for line in since.stdout.splitlines()] == ["rcpt_2"]
+    offset = export("--since", "2026-11-30T00:59:59.999+01:00", str(tmp_path / "s.db"))
+    assert [json.loads(line)["id"] for line in offset.stdout.splitlines()] == ["rcpt_1", "rcpt_2"]
+    bad = export("--since", "yesterday", str(tmp_path / "s.db"))
+    assert bad.returncode == 2 and "E153" in bad.stderr and not bad.stdout
+    (tmp_path / "junk.db").write_text("not sqlite")
+    junk = export(str(tmp_path / "junk.db"))
+    assert junk.returncode == 2 and "E152" in junk.stderr and "Traceback" not in junk.stderr
+    missing = export(str(tmp_path / "none.db"))
+    assert missing.returncode == 2 and "E152" in missing.stderr
+
+
+def test_since_times_are_normalised_to_utc_milliseconds():
+    assert parse_since("2026-11-30") == "2026-11-30T00:00:00.000Z"
+    assert parse_since("2026-11-30T23:10:00.1234Z") == "2026-11-30T23:10:00.123Z"
+    assert parse_since("2026-12-01T01:10:00+02:00") == "2026-11-30T23:10:00.000Z"
+    with pytest.raises(ValueError):
+        parse_since("30/11/2026")
+
+
+def test_a_keys_variable_that_holds_no_key_stops_the_gateway_at_start(folder):
+    with (folder / "admiss.toml").open("a") as config:
+        config.write('\n[serve]\napi_keys_env = "NO_SUCH_KEYS_VARIABLE"\n')
+    env = {k: v for k, v in os.environ.items() if k != "NO_SUCH_KEYS_VARIABLE"}
+    result = subprocess.run([sys.executable, "-m", "admiss", "serve", str(folder / "r.rubric"), "--port", "0"],
+                            capture_output=True, text=True, timeout=60, env=env)
+    assert result.returncode == 2
+    assert "E154 [serve] api_keys_env names NO_SUCH_KEYS_VARIABLE, which holds no key" in result.stderr
+
+
+def test_a_provider_that_refuses_connections_escalates_with_the_reason(folder, upstream):
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        dead = sock.getsockname()[1]
+    (folder / "dead.rubric").write_text(TWO_RUNGS.replace('"fake/cheap"', '"dead/cheap"'))
+    (folder / "dead.toml").write_text(f'[providers.dead]\nbase_url = "http://127.0.0.1:{dead}/v1"\nmax_retries = 0\n'
+                                      f'[providers.fake]\nbase_url = "{upstream.url}"\n')
+    router = admiss.Router(folder / "dead.rubric", config=folder / "dead.toml")
+    try:
+        marker, text = prompt({"strong": "served by strong"})
+        served = router.complete_sync([{"role": "user", "content": text}])
+    finally:
+        router.close()
+    assert served.output == "served by strong"
+    [error] = served.receipt["model_errors"]
+    assert error["rung"] == "cheap" and "cannot connect" in error["error"]
+    assert upstream_calls(upstream, marker) == ["strong"]

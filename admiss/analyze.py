@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator
 
-from admiss import ir
+from admiss import ir, limits
 from admiss.errors import Diagnostic, did_you_mean
 from admiss.source import Span
 
@@ -100,9 +100,8 @@ class _Analysis:
         self.check_references(gate)
 
     def check_numbers(self, gate: ir.Gate) -> None:
-        for problem, option in _number_problems(gate):
-            code = "E107" if option == "threshold" else "E116"
-            self.error(code, problem, gate.value_span_of(option))
+        for code, problem, option in _number_problems(gate):
+            self.error(code, problem, gate.value_span_of(option), _BOUND_HINT if code == "E118" else None)
 
     def check_references(self, gate: ir.Gate) -> None:
         names = [p.name for p in self.rubric.properties]
@@ -125,19 +124,36 @@ def _takes(kind: str, allowed: set[str]) -> str:
     return f"a {kind} gate takes " + ", ".join(sorted(ir.OPTION_KEYWORDS[o] for o in allowed))
 
 
-def _number_problems(gate: ir.Gate) -> Iterator[tuple[str, str]]:
+_BOUND_HINT = "the bounds are in docs/language.md (gate options)"
+
+
+def _number_problems(gate: ir.Gate) -> Iterator[tuple[str, str, str]]:
+    """(code, problem, option) for each number of the gate out of its range."""
     if gate.threshold is not None and not 0.0 <= gate.threshold <= 1.0:
-        yield f"THRESHOLD must lie in [0, 1], not {gate.threshold:g}", "threshold"
-    if gate.k is not None and not _is_count(gate.k):
-        yield f"K must be a whole number of at least 1, not {gate.k:g}", "k"
+        yield "E107", f"THRESHOLD must lie in [0, 1], not {_shown(gate.threshold)}", "threshold"
+    yield from _count_problems("K", gate.k, limits.MAX_K, "k")
     if gate.timeout_s is not None and gate.timeout_s <= 0:
-        yield "TIMEOUT must be longer than zero", "timeout_s"
+        yield "E116", "TIMEOUT must be longer than zero", "timeout_s"
+    elif gate.timeout_s is not None and gate.timeout_s > limits.MAX_TIMEOUT_S:
+        yield "E118", f"TIMEOUT must be at most {limits.MAX_TIMEOUT_S:g}s (one day)", "timeout_s"
     if gate.cmd == ():
-        yield "CMD needs at least the program to run", "cmd"
+        yield "E116", "CMD needs at least the program to run", "cmd"
     if gate.budget_rate is not None and not 0.0 <= gate.budget_rate <= 1.0:
-        yield f"BUDGET rate must lie in [0, 1], not {gate.budget_rate:g}", "budget_rate"
-    if gate.budget_window is not None and not _is_count(gate.budget_window):
-        yield f"WINDOW must be a whole number of at least 1, not {gate.budget_window:g}", "budget_window"
+        yield "E116", f"BUDGET rate must lie in [0, 1], not {_shown(gate.budget_rate)}", "budget_rate"
+    yield from _count_problems("WINDOW", gate.budget_window, limits.MAX_WINDOW, "budget_window")
+
+
+def _count_problems(keyword: str, value: float | None, bound: int, option: str) -> Iterator[tuple[str, str, str]]:
+    if value is None:
+        return
+    if value > bound:  # first: a huge value may not even print as a float
+        yield "E118", f"{keyword} must be at most {bound:,}", option
+    elif not _is_count(value):
+        yield "E116", f"{keyword} must be a whole number of at least 1, not {_shown(value)}", option
+
+
+def _shown(value: float) -> str:
+    return f"{value:g}" if abs(value) < 1e300 else "a number that large"
 
 
 def _is_count(value: float) -> bool:

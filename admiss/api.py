@@ -134,6 +134,8 @@ def ir_from_json(text: str, name: str) -> ir.Rubric:
     except json.JSONDecodeError as exc:
         raise IRError([Diagnostic("I001", f"invalid JSON: {exc.msg}", Span.point(exc.lineno, exc.colno),
                                   file=name)], Source(name, text)) from None
+    except (ValueError, RecursionError) as exc:  # an integer past Python's digit limit; deep nesting
+        raise IRError([Diagnostic("I001", f"invalid IR JSON: {exc}"[:200], file=name)]) from None
     version = data.get("ir_version") if isinstance(data, dict) else None
     if version != ir.IR_VERSION:
         raise IRError([Diagnostic("I001", f"not admiss IR version {ir.IR_VERSION} (ir_version: {version!r})",

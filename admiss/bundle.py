@@ -26,8 +26,24 @@ except ImportError:  # pragma: no cover - depends on the environment
     _fast_loads = None
 
 
+# Digits in a JSON integer: Python's own limit for converting text to int (which it raises
+# as an unlocated ValueError), applied on every Python version.
+MAX_INTEGER_DIGITS = 4300
+
+
+class _LongInteger(Exception):
+    """A JSON integer with more digits than MAX_INTEGER_DIGITS; carries its text."""
+
+
+def _bounded_int(digits: str) -> int:
+    if len(digits.lstrip("-")) > MAX_INTEGER_DIGITS:
+        raise _LongInteger(digits)
+    return int(digits)
+
+
 def parse_bundle_text(text: str | bytes, name: str, line_offset: int = 0) -> Any:
-    """The JSON value in ``text``, or BundleError B001 at the line and column that broke."""
+    """The JSON value in ``text``, or BundleError B001 at the line and column that broke
+    (B003 at a number too long to read)."""
     if _fast_loads is not None:
         try:
             return _fast_loads(text)
@@ -36,19 +52,38 @@ def parse_bundle_text(text: str | bytes, name: str, line_offset: int = 0) -> Any
             # the json module decides, and words the error.
             pass
     try:
-        return json.loads(text)
+        return json.loads(text, parse_int=_bounded_int)
     except json.JSONDecodeError as exc:
-        line = exc.lineno + line_offset
-        shown = text if isinstance(text, str) else text.decode("utf-8", "replace")
-        source = Source(name, "\n" * line_offset + shown)
-        span = Span.point(line, exc.colno)
-        raise BundleError([Diagnostic("B001", f"invalid JSON: {exc.msg}", span, file=name,
-                                      hint="a bundle is one JSON object (a .jsonl file: one per line)")],
-                          source) from None
+        raise _located(name, text, line_offset, exc.lineno, exc.colno, "B001", f"invalid JSON: {exc.msg}",
+                       "a bundle is one JSON object (a .jsonl file: one per line)") from None
+    except _LongInteger as exc:
+        digits = str(exc.args[0])
+        line, column = _line_column(_shown_text(text), _shown_text(text).find(digits))
+        raise _located(name, text, line_offset, line, column, "B003",
+                       f"a number with {len(digits.lstrip('-'))} digits; the limit is {MAX_INTEGER_DIGITS}",
+                       "write a number this long as a string") from None
     except RecursionError:
         raise BundleError([Diagnostic("B001", "invalid JSON: nested too deeply", file=name)]) from None
     except UnicodeDecodeError:  # bytes that are not UTF-8 (check_many takes bytes)
         raise BundleError([Diagnostic("B001", "invalid JSON: not UTF-8 text", file=name)]) from None
+
+
+def _shown_text(text: str | bytes) -> str:
+    return text if isinstance(text, str) else text.decode("utf-8", "replace")
+
+
+def _line_column(text: str, offset: int) -> tuple[int, int]:
+    """1-based line and column of ``offset`` in ``text``."""
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+def _located(name: str, text: str | bytes, line_offset: int, line: int, column: int, code: str, message: str,
+             hint: str) -> BundleError:
+    """A BundleError at ``line``:``column`` of ``text`` (a line of a file when ``line_offset``)."""
+    line += line_offset
+    source = Source(name, "\n" * line_offset + _shown_text(text))
+    return BundleError([Diagnostic(code, message, Span.point(line, column), file=name, hint=hint)], source)
 
 
 def _shape_problems(bundle: Any) -> Iterator[tuple[str, str, str | None]]:

@@ -21,7 +21,7 @@ def reading(path: Path | str) -> Iterator[None]:
         raise input_error(str(path), "no such file", hint="check the path") from None
     except IsADirectoryError:
         raise input_error(str(path), "is a folder, not a file") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, UnicodeError) as exc:  # UnicodeError: a path holding a lone surrogate, say
         raise input_error(str(path), f"cannot read: {exc}") from None
 
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import re
+from pathlib import Path
 from typing import Any, Iterator
 
 from admiss.compiler import Row, rows_of
@@ -21,9 +24,9 @@ def _type_word(value: Any) -> str:
 
 
 try:  # orjson, when installed, parses bundles several times faster than the json module
-    from orjson import JSONDecodeError as _FastDecodeError, loads as _fast_loads
+    from orjson import JSONDecodeError as _FastDecodeError, dumps as _fast_dumps, loads as _fast_loads
 except ImportError:  # pragma: no cover - depends on the environment
-    _fast_loads = None
+    _fast_loads = _fast_dumps = None
 
 
 # Digits in a JSON integer: Python's own limit for converting text to int (which it raises
@@ -43,7 +46,14 @@ def _bounded_int(digits: str) -> int:
 
 def parse_bundle_text(text: str | bytes, name: str, line_offset: int = 0) -> Any:
     """The JSON value in ``text``, or BundleError B001 at the line and column that broke
-    (B003 at a number too long to read)."""
+    (B003 at a number too long to read, B008 at a key repeated in one object)."""
+    value = _decoded(text, name, line_offset)
+    if _may_repeat_keys(text, value):
+        _refuse_repeated_keys(text, name, line_offset)
+    return value
+
+
+def _decoded(text: str | bytes, name: str, line_offset: int) -> Any:
     if _fast_loads is not None:
         try:
             return _fast_loads(text)
@@ -66,6 +76,102 @@ def parse_bundle_text(text: str | bytes, name: str, line_offset: int = 0) -> Any
         raise BundleError([Diagnostic("B001", "invalid JSON: nested too deeply", file=name)]) from None
     except UnicodeDecodeError:  # bytes that are not UTF-8 (check_many takes bytes)
         raise BundleError([Diagnostic("B001", "invalid JSON: not UTF-8 text", file=name)]) from None
+
+
+# Repeated keys. A JSON decoder keeps the last of a repeated key without a word, so a bundle
+# could show a reviewer one "evidence" and hand admiss another. Finding them needs a walk
+# in Python, so it runs only when a count done in C says a key may have been dropped:
+#
+#   colons in the text + ":" escapes (\u003a) in it  =  keys + colons in every string written
+#   colons in the decoded value written back compactly  =  keys kept + colons in strings kept
+#
+# Every key has exactly one colon outside strings, and a colon in a string is written as
+# itself or as an escape, so the first count minus the second is the number of keys dropped
+# plus the colons in the strings dropped with them (plus other \\u003 escapes): never
+# negative, and zero only when nothing was dropped. So equal counts prove there is no
+# repeated key, and any difference runs the exact walk below.
+
+
+def _may_repeat_keys(text: str | bytes, value: Any) -> bool:
+    if not isinstance(value, (dict, list)):
+        return False
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    # \u003 starts both spellings of the colon escape (\u003a, \u003A) and a few other
+    # escapes: counting those too only ever errs towards the exact walk.
+    written = data.count(b":") + data.count(b"\\u003")
+    compact = _compact(value)
+    return written != compact.count(b":" if isinstance(compact, bytes) else ":")
+
+
+def _compact(value: Any) -> str | bytes:
+    if _fast_dumps is not None:
+        try:
+            return _fast_dumps(value)
+        except TypeError:  # a lone surrogate (the json module decoded this text): orjson refuses it
+            pass
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=True)
+
+
+def _member_path(path: str, key: str) -> str:
+    if key.isidentifier():
+        return f"{path}.{key}" if path else key
+    return f"{path or '$'}[{json.dumps(key)}]"
+
+
+def _refuse_repeated_keys(text: str | bytes, name: str, line_offset: int) -> None:
+    """BundleError B008 at the first key repeated within one object of ``text``, if any."""
+    shown = _shown_text(text)
+    try:
+        found = _RepeatedKeys(shown).first(0, "")
+    except RecursionError:
+        raise BundleError([Diagnostic("B008", "a key is repeated in an object nested too deeply to locate",
+                                      file=name)]) from None
+    if found is not None:
+        path, offset = found
+        line, column = _line_column(shown, offset)
+        raise _located(name, text, line_offset, line, column, "B008", f"{path}: key given twice in one object",
+                       "a decoder would silently keep the last one; keep one")
+
+
+class _RepeatedKeys:
+    """A walk over JSON text already known to be valid, tracking each object's keys."""
+
+    _BLANKS = re.compile(r"[ \t\n\r]*")
+
+    def __init__(self, text: str):
+        self.text = text
+        self.scalar_end = json.JSONDecoder(parse_int=_bounded_int).scan_once
+
+    def skip(self, pos: int) -> int:
+        return self._BLANKS.match(self.text, pos).end()
+
+    def first(self, pos: int, path: str) -> tuple[str, int] | None:
+        """(JSON path, offset) of the first repeated key in the value at ``pos``; sets self.end."""
+        pos = self.skip(pos)
+        opener = self.text[pos]
+        if opener not in "{[":
+            self.end = self.scalar_end(self.text, pos)[1]
+            return None
+        closer, seen, index = ("}" if opener == "{" else "]"), set(), 0
+        pos = self.skip(pos + 1)
+        while self.text[pos] != closer:
+            if opener == "{":
+                key, after = json.decoder.scanstring(self.text, pos + 1)
+                where = _member_path(path, key)
+                if key in seen:
+                    return where, pos
+                seen.add(key)
+                pos = self.skip(after) + 1  # past the colon
+            else:
+                where, index = f"{path or '$'}[{index}]", index + 1
+            found = self.first(pos, where)
+            if found is not None:
+                return found
+            pos = self.skip(self.end)
+            if self.text[pos] == ",":
+                pos = self.skip(pos + 1)
+        self.end = pos + 1
+        return None
 
 
 def _shown_text(text: str | bytes) -> str:
@@ -250,3 +356,58 @@ def rung_problems(bundle: dict, rungs: frozenset[str], name: str) -> None:
     ]
     if problems:
         raise BundleError(problems)
+
+
+# A bundle's "rubric" field may name only a rubric source or compiled IR in the tree it may read.
+_RUBRIC_SUFFIXES = (".rubric", ".json")
+_RUBRIC_HINT = "name a .rubric or .json file below the bundle's folder (or the working folder), or pass --rubric FILE"
+
+
+def rubric_path(bundle_file: str, field: str, name: str) -> Path:
+    """The file a bundle's ``rubric`` field names, kept inside the tree the bundle may read.
+
+    A bundle is untrusted: its field must not make admiss read (and quote in an error) any
+    other file on the machine, nor a device such as /dev/zero. So the path must be relative,
+    name a .rubric or .json file, be a regular file when it exists (a missing one is
+    reported when it is read), and stay, after following every symlink, inside the working
+    folder when the bundle lies inside it (a project's bundles name its rubrics, as in
+    rubrics/bundles/), else inside the bundle's own folder. Only --rubric, which the user
+    writes, can name a rubric anywhere else.
+    """
+    folder = os.path.dirname(bundle_file) or "."
+    problem = _rubric_field_problem(_readable_root(os.path.realpath(folder)), field, folder)
+    if problem is not None:
+        raise BundleError([Diagnostic("B007", f"rubric: {problem}", hint=_RUBRIC_HINT, file=name)])
+    return Path(folder) / field
+
+
+def _readable_root(folder: str) -> str:
+    working = os.path.realpath(os.getcwd())
+    return working if _inside(working, folder) else folder
+
+
+def _inside(root: str, path: str) -> bool:
+    return os.path.commonpath([root, path]) == root
+
+
+def _rubric_field_problem(root: str, field: str, folder: str) -> str | None:
+    if "\0" in field or not field or _has_surrogate(field):
+        return "is not a usable path"
+    if os.path.isabs(field):
+        return "must be a path relative to the bundle's folder, not an absolute one"
+    if not field.endswith(_RUBRIC_SUFFIXES):
+        return "must name a .rubric or .json file"
+    target = os.path.realpath(os.path.join(folder, field))
+    if not _inside(root, target):
+        return "leads out of the folder bundles may read rubrics from"
+    if os.path.lexists(target) and not os.path.isfile(target):
+        return "is not a regular file"
+    return None
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False

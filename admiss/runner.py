@@ -166,7 +166,7 @@ class CheckRun:
             rubric.close()
 
     def rubric_for(self, bundle: Any, path: str, name: str):
-        from admiss.bundle import validate_bundle
+        from admiss.bundle import rubric_path, validate_bundle
         from admiss.errors import input_error
 
         if self.fixed_rubric is not None:
@@ -174,7 +174,7 @@ class CheckRun:
         # Check the bundle's shape first, so a bad "rubric" field is named as such.
         validate_bundle(bundle, name)
         if isinstance(bundle.get("rubric"), str):
-            return self.rubric_at(Path(path).parent / bundle["rubric"])
+            return self.rubric_at(rubric_path(path, bundle["rubric"], name))
         raise input_error(name, "no rubric to check against",
                           hint='pass --rubric FILE, or give the bundle a "rubric" field (a path relative to it)',
                           code="E002")

@@ -159,11 +159,19 @@ def ir_from_json(text: str, name: str) -> ir.Rubric:
 
 
 def read_text(path: str | Path) -> str:
-    """The text of ``path``, or InputError E001 naming the file."""
+    """The text of ``path``, or InputError E001 naming the file (also when it is larger than
+    admiss reads whole: a bundle's limit, so /dev/zero or a runaway file cannot eat memory)."""
     from admiss.files import reading
+    from admiss.limits import MAX_BUNDLE_BYTES
 
-    with reading(path):
-        return Path(path).read_text(encoding="utf-8")
+    with reading(path), open(path, encoding="utf-8") as handle:
+        text = handle.read(MAX_BUNDLE_BYTES + 1)
+    if len(text) > MAX_BUNDLE_BYTES:
+        from admiss.errors import input_error
+
+        raise input_error(str(path), f"is larger than {MAX_BUNDLE_BYTES:,} bytes, the most admiss reads of one file",
+                          hint="the limits are in docs/security.md")
+    return text
 
 
 def load(path: str | Path, config: str | Path | None = None) -> Rubric:

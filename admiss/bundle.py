@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
+from admiss import limits
 from admiss.compiler import Row, rows_of
 from admiss.errors import BundleError, Diagnostic, did_you_mean
 from admiss.source import Source, Span
@@ -47,10 +48,58 @@ def _bounded_int(digits: str) -> int:
 def parse_bundle_text(text: str | bytes, name: str, line_offset: int = 0) -> Any:
     """The JSON value in ``text``, or BundleError B001 at the line and column that broke
     (B003 at a number too long to read, B008 at a key repeated in one object)."""
+    if len(text) > limits.MAX_BUNDLE_BYTES:
+        raise BundleError([Diagnostic("B004", f"the bundle is {len(text):,} bytes; the limit is "
+                                      f"{limits.MAX_BUNDLE_BYTES:,}", file=name, hint=_LIMITS_HINT)])
     value = _decoded(text, name, line_offset)
     if _may_repeat_keys(text, value):
         _refuse_repeated_keys(text, name, line_offset)
+    if len(text) > limits.MAX_STRING_CHARS:  # only then can one string be too long
+        _refuse_long_strings(value, name)
     return value
+
+
+_LIMITS_HINT = "the limits are in docs/security.md"
+
+
+def _refuse_long_strings(value: Any, name: str) -> None:
+    """BundleError B006 naming the first string (or key) longer than the limit."""
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, dict):
+            for key, member in item.items():
+                where = _member_path(path, key) if len(key) <= limits.MAX_STRING_CHARS else (path or "$")
+                if len(key) > limits.MAX_STRING_CHARS:
+                    _too_long(where + " (a key)", len(key), name)
+                stack.append((where, member))
+        elif isinstance(item, list):
+            stack.extend((f"{path or '$'}[{i}]", member) for i, member in enumerate(item))
+        elif isinstance(item, str) and len(item) > limits.MAX_STRING_CHARS:
+            _too_long(path or "$", len(item), name)
+
+
+def _too_long(path: str, length: int, name: str) -> None:
+    raise BundleError([Diagnostic("B006", f"{path}: a string of {length:,} characters; the limit is "
+                                  f"{limits.MAX_STRING_CHARS:,}", file=name, hint=_LIMITS_HINT)])
+
+
+def evidence_count_problem(bundle: Any) -> tuple[str, str, str | None] | None:
+    """(path, problem, hint) when the bundle holds more evidence items than the limit."""
+    if type(bundle) is not dict:
+        return None
+    count = _length(bundle.get("evidence"))
+    candidates = bundle.get("candidates")
+    if type(candidates) is list:
+        count += sum(_length(c.get("evidence")) for c in candidates if type(c) is dict)
+    if count <= limits.MAX_EVIDENCE_ITEMS:
+        return None
+    return "evidence", f"{count:,} evidence items in the bundle; the limit is {limits.MAX_EVIDENCE_ITEMS:,}", \
+        _LIMITS_HINT
+
+
+def _length(items: Any) -> int:
+    return len(items) if type(items) is list else 0
 
 
 def _decoded(text: str | bytes, name: str, line_offset: int) -> Any:
@@ -267,6 +316,9 @@ def validate_bundle(bundle: Any, name: str, properties: frozenset[str] | None = 
     With ``properties`` (the rubric's property names), evidence offered to a property the
     rubric lacks is a break too.
     """
+    too_many = evidence_count_problem(bundle)
+    if too_many is not None:
+        raise BundleError([Diagnostic("B005", f"{too_many[0]}: {too_many[1]}", hint=too_many[2], file=name)])
     problems = list(_shape_problems(bundle))
     if not problems and properties is not None:
         problems = list(_property_problems(bundle, properties))
@@ -292,9 +344,10 @@ def evidence_rows(bundle: Any, name: str, properties: frozenset[str]) -> tuple[l
     when that pass meets something unusual does the full validator run, to say exactly
     what is wrong and where (or to accept what the quick pass was too strict about).
     """
-    plain = _plain_rows(bundle, properties)
-    if plain is not None:
-        return plain
+    if evidence_count_problem(bundle) is None:  # else no rows are built: the validator says why
+        plain = _plain_rows(bundle, properties)
+        if plain is not None:
+            return plain
     validate_bundle(bundle, name, properties)
     rows = rows_of(bundle.get("evidence", ()))
     return rows, any(row[3] is not None for row in rows)

@@ -22,10 +22,10 @@ MAX_WHOLE_NUMBER_DIGITS = 18
 
 # ---------------------------------------------------------------- bundles
 
-# Bytes of one bundle: a .json file, one line of a .jsonl file, or text given to check_many.
+# Size of one bundle (a .json file, one line of a .jsonl file, text given to check_many),
+# and of any file admiss reads whole (a rubric, compiled IR): bytes, or characters once the
+# text is decoded.
 MAX_BUNDLE_BYTES = 32 * 1024 * 1024
-# Bytes of a rubric or compiled IR file (read whole before parsing).
-MAX_RUBRIC_BYTES = 8 * 1024 * 1024
 # Evidence items in one bundle, the candidates' own items included.
 MAX_EVIDENCE_ITEMS = 100_000
 # Characters in any one string of a bundle (an output, a detail, a key).

@@ -91,3 +91,80 @@ def test_surrogates_in_a_bundle_through_the_cli_give_a_text_report(admiss_cli, t
     ran = admiss_cli("check", "--rubric", "r.rubric", "--format", "text", "b.json")
     assert ran.code == 1 and "Traceback" not in ran.err
     assert "excluded: \\ud800 (forbidden)" in ran.out
+
+
+# ---------------------------------------------------------------- bundle limits
+
+
+@pytest.fixture
+def small_limits(monkeypatch):
+    monkeypatch.setattr(limits, "MAX_BUNDLE_BYTES", 2000)
+    monkeypatch.setattr(limits, "MAX_EVIDENCE_ITEMS", 3)
+    monkeypatch.setattr(limits, "MAX_STRING_CHARS", 100)
+
+
+def _item(detail: str = "d") -> dict:
+    return {"kind": "summary", "detail": detail, "source_label": "s"}
+
+
+def test_a_bundle_over_the_size_limit_is_b004_before_it_is_parsed(small_limits):
+    for text in ("[" * 2001, b"[" * 2001):  # not even JSON: the size is checked first
+        with pytest.raises(BundleError) as caught:
+            parse_bundle_text(text, "b.json")
+        assert _single(caught.value)[:2] == ("B004", "the bundle is 2,001 bytes; the limit is 2,000")
+
+
+def test_too_many_evidence_items_is_b005_counting_the_candidates(small_limits):
+    rubric = admiss.compile_source(RUBRIC)
+    with pytest.raises(BundleError) as caught:
+        rubric.check({"evidence": [_item(), _item()], "candidates": [{"rung": "r", "evidence": [_item(), _item()]}]})
+    assert _single(caught.value)[:2] == ("B005", "evidence: 4 evidence items in the bundle; the limit is 3")
+    assert rubric.check({"evidence": [_item()] * 3}).verdict == "fail"
+
+
+def test_a_string_over_the_limit_is_b006_at_its_path(small_limits):
+    text = json.dumps({"evidence": [_item(), _item("x" * 101)]})
+    with pytest.raises(BundleError) as caught:
+        parse_bundle_text(text, "b.json")
+    assert _single(caught.value)[:2] == ("B006", "evidence[1].detail: a string of 101 characters; the limit is 100")
+    parse_bundle_text(json.dumps({"evidence": [_item("x" * 100)]}), "b.json")
+
+
+def test_a_file_larger_than_the_limit_is_not_read_whole(admiss_cli, tmp_path):
+    # /dev/zero never ends: reading stops at the limit with a located error.
+    ran = admiss_cli("compile", "/dev/zero")
+    assert ran.code == 2 and "/dev/zero: E001 is larger than 33,554,432 bytes" in ran.err
+
+
+# ---------------------------------------------------------------- rendering many errors
+
+
+class _CountingText(str):
+    """Source text that counts how often it is split into lines."""
+
+    splits = 0
+
+    def splitlines(self, *args, **kwargs):
+        type(self).splits += 1
+        return super().splitlines(*args, **kwargs)
+
+
+def test_rendering_many_compile_errors_splits_the_source_once():
+    text = _CountingText("".join(f"PROPERTY p{i} {{ ADMIT no_such_kind_{i} }}\n" for i in range(300)))
+    with pytest.raises(RubricCompileError) as caught:
+        parse_source(text, "m.rubric")
+    _CountingText.splits = 0
+    rendered = caught.value.render()
+    assert rendered.count("E101 unknown evidence kind") == 300
+    assert _CountingText.splits <= 1
+
+
+def test_a_snippet_of_a_huge_line_shows_a_window_around_the_column():
+    from admiss.source import SNIPPET_WIDTH
+
+    text = '{"a": "' + "x" * 100_000 + '", oops}'
+    with pytest.raises(BundleError) as caught:
+        parse_bundle_text(text, "b.json")
+    source_line, caret = caught.value.render().splitlines()[1:3]
+    assert len(source_line) <= SNIPPET_WIDTH + 2 and "oops" in source_line
+    assert source_line[caret.index("^")] == "o"

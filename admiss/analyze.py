@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+from pathlib import Path
 from typing import Iterable, Iterator
 
 from admiss import ir, limits
@@ -164,3 +167,42 @@ def analyze(rubric: ir.Rubric, file: str | None = None) -> list[Diagnostic]:
     """Every semantic problem in ``rubric``, in source order."""
     found = _Analysis(rubric, file).run()
     return sorted(found, key=lambda d: (d.span.line, d.span.column))
+
+
+def missing_gate_files(rubric: ir.Rubric, folder: Path, file: str | None = None) -> list[Diagnostic]:
+    """E119 for each schema FILE and E120 for each subprocess program that is not where the
+    gate will look when it runs: files relative to ``folder`` (the rubric's), a program with
+    a slash relative to it too (the gate runs there), a bare program name on PATH.
+
+    Only a rubric read from disk has a folder; analyze() alone cannot see files.
+    """
+    found: list[Diagnostic] = []
+    for chain in rubric.chains:
+        for rung in chain.rungs:
+            for gate in rung.gates:
+                problem = _missing_file(gate, folder)
+                if problem is not None:
+                    code, message, option, hint = problem
+                    found.append(Diagnostic(code, message, gate.value_span_of(option), hint=hint, file=file))
+    return sorted(found, key=lambda d: (d.span.line, d.span.column))
+
+
+def _missing_file(gate: ir.Gate, folder: Path) -> tuple[str, str, str, str] | None:
+    if gate.kind == "schema" and gate.file:
+        path = folder / gate.file
+        if not path.is_file():
+            return "E119", f"schema FILE '{gate.file}' not found", "file", f"looked for {path}"
+    if gate.kind == "subprocess" and gate.cmd:
+        program = gate.cmd[0]
+        if "/" not in program:
+            if shutil.which(program) is None:
+                return "E120", f"program '{program}' is not on PATH", "cmd", \
+                    "a bare name is looked up on PATH; write ./name for a program beside the rubric"
+        elif not _runnable(folder / program):
+            return "E120", f"program '{program}' is not an executable file", "cmd", \
+                f"looked for {folder / program}; a relative path is taken from the rubric's folder"
+    return None
+
+
+def _runnable(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)

@@ -28,6 +28,12 @@ class Rubric:
         self.compiled = compiled
         self.config = Path(config) if config is not None else None
         self._runtime: Runtime | None = None
+        if self.config is not None:
+            from admiss.config import load_config
+
+            # A config the user named is checked now, even when no chain will read it: a
+            # typo in its path or its keys must not pass silently.
+            load_config(self.config)
 
     def __getstate__(self) -> dict:
         return {"compiled": self.compiled, "config": self.config}
@@ -102,9 +108,22 @@ def compile_source(text: str, name: str = "<string>", origin: str | None = None,
                    config: str | Path | None = None) -> Rubric:
     """Compile rubric source text. ``name`` is used in messages and for the default rubric name.
 
-    ``origin`` is the rubric's path: gate files (schemas, subprocess folders) resolve next to it.
+    ``origin`` is the rubric's path: gate files (schemas, subprocess folders) resolve next to
+    it, and are checked to exist (E119, E120). Without it nothing on disk is checked.
     """
-    return Rubric(compile_ir(parse_source(text, name), origin), config)
+    rubric = parse_source(text, name)
+    if origin is not None:
+        _refuse_missing_gate_files(rubric, Path(origin), Source(name, text))
+    return Rubric(compile_ir(rubric, origin), config)
+
+
+def _refuse_missing_gate_files(rubric: ir.Rubric, origin: Path, source: Source | None) -> None:
+    """RubricCompileError (E119, E120) when a gate's file or program is not where it will be looked for."""
+    from admiss.analyze import missing_gate_files
+
+    problems = missing_gate_files(rubric, origin.parent, str(origin))
+    if problems:
+        raise RubricCompileError(problems, source)
 
 
 def _json_path(path) -> str:
@@ -185,5 +204,11 @@ def load(path: str | Path, config: str | Path | None = None) -> Rubric:
     path = Path(path)
     text = read_text(path)
     if path.suffix == ".json":
-        return Rubric(compile_ir(ir_from_json(text, str(path)), str(path)), config)
-    return Rubric(compile_ir(cached_ir(text, str(path), parse_source), str(path)), config)
+        rubric = ir_from_json(text, str(path))
+        # The spans point into the source the IR was compiled from, not into this file.
+        _refuse_missing_gate_files(rubric, path, None)
+    else:
+        rubric = cached_ir(text, str(path), parse_source)
+        # Checked on every load, cache hit or not: a file may have gone since it was cached.
+        _refuse_missing_gate_files(rubric, path, Source(str(path), text))
+    return Rubric(compile_ir(rubric, str(path)), config)

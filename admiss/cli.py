@@ -161,7 +161,8 @@ def lint(
             _print_error(error)
             exit_code = EXIT_BAD_INPUT
             continue
-        results.append(FileResult(Source(str(path), text), tuple(lint_source(text, str(path), config))))
+        found = lint_source(text, str(path), config, folder=path.parent)
+        results.append(FileResult(Source(str(path), text), tuple(found)))
     sys.stdout.write(FORMATS[fmt.value](results))
     if any(result.diagnostics for result in results):
         exit_code = max(exit_code, EXIT_FAIL)

@@ -6,22 +6,45 @@ Exit codes: 0 every check passed, 1 a check failed, 2 bad input or usage.
 from __future__ import annotations
 
 import enum
+import functools
 import sys
 from pathlib import Path
 from typing import Iterator, List, Optional
 
 import typer
+from typer.core import TyperArgument, TyperGroup
 
 from admiss import __version__
 from admiss.files import write_atomically
 
 EXIT_PASS, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
 
+
+class _PlainHelpGroup(TyperGroup):
+    """typer's group, with arguments shown in help by their metavar alone, as options are:
+    typer appends the Python type (``BUNDLE... <list[Path]>``), which means nothing to a user.
+    Done where commands are looked up, so every command gets it, whoever adds it."""
+
+    def get_command(self, ctx, cmd_name: str):
+        command = super().get_command(ctx, cmd_name)
+        for param in getattr(command, "params", ()):
+            if isinstance(param, TyperArgument) and param.metavar:
+                param.display_type_rich = _no_type_name
+                param._usage_display_name = functools.partial(str, param.metavar)
+        return command
+
+
+def _no_type_name(ctx) -> None:
+    return None
+
 app = typer.Typer(
     name="admiss",
+    cls=_PlainHelpGroup,
     help="Evidence-first rubrics and gate chains for verifying the work of LLM agents.",
-    add_completion=False,
+    # typer's own --install-completion and --show-completion (bash, zsh, fish, PowerShell).
+    add_completion=True,
     no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
     # Plain help text: option help says "[default: ...]", which rich markup would eat.
     rich_markup_mode=None,
@@ -55,23 +78,48 @@ def _default_format() -> Format:
     return Format.rich if sys.stdout.isatty() else Format.text
 
 
+def _one_of(choices: type[enum.Enum]):
+    """A callback that takes a value only when it names one of ``choices``, in plain words."""
+    names = [c.value for c in choices]
+
+    def check(value: Optional[str]) -> Optional[str]:
+        if value is not None and value not in names:
+            raise typer.BadParameter(f"{value!r} is not one of {', '.join(names)}")
+        return value
+
+    return check
+
+
+def _count(value: str) -> str:
+    """A whole number of at least 1, said plainly when it is not (typer's own words name types)."""
+    if not (value.isascii() and value.isdigit() and int(value) >= 1):
+        raise typer.BadParameter(f"{value!r} is not a whole number of at least 1")
+    return value
+
+
 @app.command()
 def check(
-    bundles: List[Path] = typer.Argument(..., help="Bundle files: .json (one bundle) or .jsonl (one per line)."),
+    bundles: List[Path] = typer.Argument(
+        ..., metavar="BUNDLE...", help="Bundle files: .json (one bundle) or .jsonl (one per line); "
+        "- reads JSON Lines from standard input."
+    ),
     rubric: Optional[Path] = typer.Option(
-        None, "--rubric", "-r", help="A .rubric source or compiled IR .json; overrides each bundle's \"rubric\" field."
+        None, "--rubric", "-r", metavar="FILE",
+        help="A .rubric source or compiled IR .json; overrides each bundle's \"rubric\" field.",
     ),
-    fmt: Optional[Format] = typer.Option(
-        None, "--format", "-f", help="Report format [default: rich on a terminal, text otherwise]."
+    fmt: Optional[str] = typer.Option(
+        None, "--format", "-f", metavar="text|json|rich", callback=_one_of(Format),
+        help="Report format [default: rich on a terminal (one line per bundle after 20), text otherwise].",
     ),
-    chain: Optional[str] = typer.Option(None, "--chain", help="The CHAIN to run when the rubric has several."),
+    chain: Optional[str] = typer.Option(None, "--chain", metavar="NAME",
+                                        help="The CHAIN to run when the rubric has several."),
     config: Optional[Path] = typer.Option(
-        None, "--config", help="An admiss.toml (providers, prices, gate defaults) [default: beside the rubric, "
-        "else in the working folder]."
+        None, "--config", metavar="FILE", help="An admiss.toml (providers, prices, gate defaults) "
+        "[default: beside the rubric, else in the working folder]."
     ),
-    jobs: int = typer.Option(
-        1, "--jobs", "-j", min=1, help="Check in this many worker processes (text and json formats); "
-        "reports keep the input order."
+    jobs: str = typer.Option(
+        "1", "--jobs", "-j", metavar="N", callback=_count, help="Check in this many worker processes "
+        "(text and json formats); reports keep the input order."
     ),
     fail_fast: bool = typer.Option(
         False, "--fail-fast", help="Stop at the first bundle that cannot be loaded or checked (exit 2)."
@@ -83,14 +131,15 @@ def check(
     """
     from admiss.runner import CheckOptions, run_check
 
-    options = CheckOptions(rubric, (fmt or _default_format()).value, chain, config, jobs, fail_fast)
+    options = CheckOptions(rubric, fmt or _default_format().value, chain, config, int(jobs), fail_fast)
     raise typer.Exit(run_check(bundles, options))
 
 
 @app.command("compile")
 def compile_(
-    file: Path = typer.Argument(..., help="A .rubric source file (or compiled IR .json, rewritten)."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the IR here instead of stdout."),
+    file: Path = typer.Argument(..., metavar="FILE", help="A .rubric source file (or compiled IR .json, rewritten)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="OUT",
+                                          help="Write the IR here instead of stdout."),
 ) -> None:
     """Compile a rubric to its IR as deterministic JSON (same source, same bytes)."""
     from admiss.api import load
@@ -128,14 +177,16 @@ def _rubric_files(paths: List[Path]) -> Iterator[Path]:
 
 @app.command()
 def lint(
-    paths: List[Path] = typer.Argument(..., help="Rubric files, or folders searched for *.rubric files."),
-    fmt: LintFormat = typer.Option(LintFormat.text, "--format", "-f", help="Output format."),
+    paths: List[Path] = typer.Argument(..., metavar="PATH...",
+                                       help="Rubric files, or folders searched for *.rubric files."),
+    fmt: str = typer.Option("text", "--format", "-f", metavar="text|json|sarif|github", callback=_one_of(LintFormat),
+                            help="Output format."),
     select: Optional[List[str]] = typer.Option(
-        None, "--select", help="Codes or prefixes to run, comma-separated (replaces the configured ones) "
-        "[default: ADM, every rule]."
+        None, "--select", metavar="CODES", help="Codes or prefixes to run, comma-separated (replaces the "
+        "configured ones) [default: ADM, every rule]."
     ),
-    ignore: List[str] = typer.Option([], "--ignore", help="Codes or prefixes not to run, comma-separated "
-                                     "(added to the configured ones)."),
+    ignore: List[str] = typer.Option([], "--ignore", metavar="CODES", help="Codes or prefixes not to run, "
+                                     "comma-separated (added to the configured ones)."),
 ) -> None:
     """Report weak or contradictory rubrics, and every compile error, with stable codes.
 
@@ -163,7 +214,7 @@ def lint(
             continue
         found = lint_source(text, str(path), config, folder=path.parent)
         results.append(FileResult(Source(str(path), text), tuple(found)))
-    sys.stdout.write(FORMATS[fmt.value](results))
+    sys.stdout.write(FORMATS[fmt](results))
     if any(result.diagnostics for result in results):
         exit_code = max(exit_code, EXIT_FAIL)
     raise typer.Exit(exit_code)
@@ -180,7 +231,8 @@ def _fmt_summary(changed: int, unchanged: int, dry_run: bool) -> str:
 
 @app.command("fmt")
 def fmt_(
-    paths: List[Path] = typer.Argument(..., help="Rubric files, or folders searched for *.rubric files."),
+    paths: List[Path] = typer.Argument(..., metavar="PATH...",
+                                       help="Rubric files, or folders searched for *.rubric files."),
     check: bool = typer.Option(False, "--check", help="Write nothing; print a diff and exit 1 if a file would change."),
     diff: bool = typer.Option(False, "--diff", help="Write nothing; print a diff of what would change."),
 ) -> None:
@@ -222,4 +274,6 @@ def fmt_(
 
 
 def main() -> None:
-    app()
+    # One name whichever way it is started (python -m admiss too): in usage lines, and in
+    # the _ADMISS_COMPLETE variable that shell completion sets.
+    app(prog_name="admiss")

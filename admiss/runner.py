@@ -24,6 +24,8 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple
 from admiss.errors import AdmissError
 
 EXIT_PASS, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
+# The bundle path that means standard input (read as JSON Lines).
+STDIN = "-"
 # Bundles per chunk sent to a worker: enough to amortise the pickling round trip.
 CHUNK_SIZE = 256
 # Progress is redrawn after this many bundles, so drawing never costs more than checking.
@@ -232,14 +234,22 @@ def _units_in(path: Path) -> Iterator[Unit]:
     from admiss.api import read_text
     from admiss.files import reading
 
+    if str(path) == STDIN:  # JSON Lines as they arrive, each bundle named <stdin>:line
+        with reading("<stdin>"):
+            yield from _lines("<stdin>", sys.stdin)
+        return
     if path.suffix != ".jsonl":
         yield str(path), 0, read_text(path)
         return
     name = str(path)
     with reading(path), path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, start=1):
-            if line.strip():
-                yield name, number, line
+        yield from _lines(name, lines)
+
+
+def _lines(name: str, lines: Iterable[str]) -> Iterator[Unit]:
+    for number, line in enumerate(lines, start=1):
+        if line.strip():
+            yield name, number, line
 
 
 class _Writer:
@@ -253,6 +263,14 @@ class _Writer:
         self.exit_code = EXIT_PASS
         self.counts = {"pass": 0, "fail": 0, "error": 0}
         self.unshown = 0
+        self._rich = None
+
+    def rich_writer(self):
+        if self._rich is None:
+            from admiss.report.rich import ReportWriter
+
+            self._rich = ReportWriter()
+        return self._rich
 
     def write(self, outcome: Outcome) -> None:
         shown, error, code, verdict = outcome
@@ -261,9 +279,7 @@ class _Writer:
             sys.stderr.write(error + "\n")
         if shown is not None:
             if self.run.options.fmt == "rich":
-                from admiss.report.rich import print_report
-
-                print_report(shown)
+                self.rich_writer().write(shown)
             else:
                 gap = "\n" if self.printed and self.run.options.fmt == "text" else ""
                 sys.stdout.write(f"{gap}{shown}\n")
@@ -284,7 +300,7 @@ class _Writer:
 
 def run_check(paths: list[Path], options: CheckOptions) -> int:
     """``admiss check``: every bundle in ``paths`` checked and reported; the exit code."""
-    many = len(paths) > 1 or any(p.suffix == ".jsonl" for p in paths)
+    many = len(paths) > 1 or any(p.suffix == ".jsonl" or str(p) == STDIN for p in paths)
     try:
         run = CheckRun(options, many)
     except AdmissError as error:
@@ -314,6 +330,8 @@ def run_check(paths: list[Path], options: CheckOptions) -> int:
 
 
 def _regular_file(path: Path) -> bool:
+    if str(path) == STDIN:
+        return False
     try:
         return stat.S_ISREG(path.stat().st_mode)
     except OSError:

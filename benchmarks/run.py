@@ -13,7 +13,7 @@ from pathlib import Path
 # other as the ``benchmarks`` package.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks import bench_batch, bench_compile, bench_inprocess, bench_peers, bench_rung, bench_startup  # noqa: E402
+from benchmarks import bench_batch, bench_compile, bench_inprocess, bench_peers, bench_rich, bench_rung, bench_startup  # noqa: E402
 from benchmarks.settings import settings_for  # noqa: E402
 
 SECTIONS = {
@@ -23,6 +23,7 @@ SECTIONS = {
     "startup": bench_startup.run,
     "compile": bench_compile.run,
     "rung": bench_rung.run,
+    "rich": bench_rich.run,
 }
 
 

@@ -76,22 +76,32 @@ def bundle_through_api(data: bytes) -> None:
     report.to_dict()
 
 
-def bundle_through_cli(data: bytes) -> None:
-    """``admiss check --rubric R --format text bundle.json`` in this process, with a stdout
-    that encodes strictly like a real one."""
+def _check_in_process(data: bytes, fixed_rubric: bool) -> None:
+    """``admiss check --format text bundle.json`` in this process (with ``--rubric R``, or by
+    the bundle's own rubric field with R beside it), with a stdout that encodes strictly
+    like a real one."""
     from admiss.runner import CheckOptions, run_check
 
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "bundle.json"
         path.write_bytes(data)
+        (Path(folder) / RUBRIC_FILE.name).write_bytes(RUBRIC_FILE.read_bytes())
         stdout, stderr = sys.stdout, sys.stderr
         sys.stdout = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
         sys.stderr = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="backslashreplace")
         try:
-            code = run_check([path], CheckOptions(RUBRIC_FILE, "text"))
+            code = run_check([path], CheckOptions(RUBRIC_FILE if fixed_rubric else None, "text"))
         finally:
             sys.stdout, sys.stderr = stdout, stderr
     assert code in (0, 1, 2)
+
+
+def bundle_through_cli(data: bytes) -> None:
+    _check_in_process(data, fixed_rubric=True)
+
+
+def bundle_naming_its_rubric(data: bytes) -> None:
+    _check_in_process(data, fixed_rubric=False)
 
 
 def rubric_source(data: bytes) -> None:
@@ -116,6 +126,7 @@ class Target(NamedTuple):
 TARGETS = [
     Target("bundle-api", "bundles", bundle_through_api),
     Target("bundle-cli", "bundles", bundle_through_cli),
+    Target("bundle-cli-own-rubric", "bundles", bundle_naming_its_rubric),
     Target("rubric", "rubrics", rubric_source),
 ]
 

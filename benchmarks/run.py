@@ -13,7 +13,9 @@ from pathlib import Path
 # other as the ``benchmarks`` package.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks import bench_batch, bench_compile, bench_inprocess, bench_peers, bench_rich, bench_rung, bench_startup  # noqa: E402
+from benchmarks import (  # noqa: E402
+    bench_batch, bench_compile, bench_inprocess, bench_parse, bench_peers, bench_rich, bench_rung, bench_startup,
+)
 from benchmarks.settings import settings_for  # noqa: E402
 
 SECTIONS = {
@@ -24,6 +26,7 @@ SECTIONS = {
     "compile": bench_compile.run,
     "rung": bench_rung.run,
     "rich": bench_rich.run,
+    "parse": bench_parse.run,
 }
 
 

@@ -117,11 +117,12 @@ def compile_source(text: str, name: str = "<string>", origin: str | None = None,
     return Rubric(compile_ir(rubric, origin), config)
 
 
-def _refuse_missing_gate_files(rubric: ir.Rubric, origin: Path, source: Source | None) -> None:
-    """RubricCompileError (E119, E120) when a gate's file or program is not where it will be looked for."""
+def _refuse_missing_gate_files(rubric: ir.Rubric, origin: Path, source: Source | None, shown: str | None = None) -> None:
+    """RubricCompileError (E119, E120) when a gate's file or program is not where it will be
+    looked for; the diagnostics name ``shown`` (default: the rubric's path)."""
     from admiss.analyze import missing_gate_files
 
-    problems = missing_gate_files(rubric, origin.parent, str(origin))
+    problems = missing_gate_files(rubric, origin.parent, shown or str(origin))
     if problems:
         raise RubricCompileError(problems, source)
 
@@ -206,7 +207,7 @@ def load(path: str | Path, config: str | Path | None = None) -> Rubric:
     if path.suffix == ".json":
         rubric = ir_from_json(text, str(path))
         # The spans point into the source the IR was compiled from, not into this file.
-        _refuse_missing_gate_files(rubric, path, None)
+        _refuse_missing_gate_files(rubric, path, None, f"{path} (compiled from {rubric.source or 'its source'})")
     else:
         rubric = cached_ir(text, str(path), parse_source)
         # Checked on every load, cache hit or not: a file may have gone since it was cached.

@@ -105,3 +105,14 @@ def test_a_bad_config_is_an_error_without_a_chain_too(admiss_cli, tmp_path, conf
 def test_the_api_checks_a_named_config_on_load(tmp_path):
     with pytest.raises(InputError):
         admiss.load(_rubric(tmp_path, PROPERTY_ONLY), config=tmp_path / "missing.toml")
+
+
+def test_compiled_ir_is_checked_too_and_names_its_source(tmp_path):
+    (tmp_path / "answer.schema.json").write_text("{}", encoding="utf-8")
+    ir_file = tmp_path / "r.json"
+    ir_file.write_text(admiss.load(_rubric(tmp_path, SCHEMA_GATE)).to_ir_json(), encoding="utf-8")
+    (tmp_path / "answer.schema.json").unlink()
+    with pytest.raises(RubricCompileError) as caught:
+        admiss.load(ir_file)
+    [d] = caught.value.diagnostics
+    assert d.code == "E119" and d.file == f"{ir_file} (compiled from r.rubric)" and d.span.line == 2

@@ -18,6 +18,8 @@ from admiss import __version__
 from admiss.files import write_atomically
 
 EXIT_PASS, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
+# The path that means standard input.
+STDIN = "-"
 
 
 class _PlainHelpGroup(TyperGroup):
@@ -166,6 +168,17 @@ class LintFormat(str, enum.Enum):
     github = "github"
 
 
+def _source_text(path: Path) -> tuple[str, str]:
+    """(name, text) of a rubric named on the command line; ``-`` is standard input, <stdin>."""
+    from admiss.api import read_text
+    from admiss.files import reading
+
+    if str(path) == STDIN:
+        with reading("<stdin>"):
+            return "<stdin>", sys.stdin.read()
+    return str(path), read_text(path)
+
+
 def _rubric_files(paths: List[Path]) -> Iterator[Path]:
     """Each path named, and each ``*.rubric`` file under a named folder, sorted."""
     for path in paths:
@@ -178,7 +191,7 @@ def _rubric_files(paths: List[Path]) -> Iterator[Path]:
 @app.command()
 def lint(
     paths: List[Path] = typer.Argument(..., metavar="PATH...",
-                                       help="Rubric files, or folders searched for *.rubric files."),
+                                       help="Rubric files, or folders searched for *.rubric files; - reads standard input."),
     fmt: str = typer.Option("text", "--format", "-f", metavar="text|json|sarif|github", callback=_one_of(LintFormat),
                             help="Output format."),
     select: Optional[List[str]] = typer.Option(
@@ -193,7 +206,6 @@ def lint(
     Exit 0 with no findings, 1 with findings (warnings count), 2 on usage errors or
     unreadable files. Settings: [lint] in admiss.toml or [tool.admiss.lint] in pyproject.toml.
     """
-    from admiss.api import read_text
     from admiss.errors import AdmissError
     from admiss.lint import find_config, lint_source
     from admiss.lint.output import FORMATS, FileResult
@@ -207,13 +219,14 @@ def lint(
     exit_code, results = EXIT_PASS, []
     for path in _rubric_files(paths):
         try:
-            text = read_text(path)
+            name, text = _source_text(path)
         except AdmissError as error:
             _print_error(error)
             exit_code = EXIT_BAD_INPUT
             continue
-        found = lint_source(text, str(path), config, folder=path.parent)
-        results.append(FileResult(Source(str(path), text), tuple(found)))
+        # Standard input has no folder, so its gate files cannot be checked.
+        found = lint_source(text, name, config, folder=None if name == "<stdin>" else path.parent)
+        results.append(FileResult(Source(name, text), tuple(found)))
     sys.stdout.write(FORMATS[fmt](results))
     if any(result.diagnostics for result in results):
         exit_code = max(exit_code, EXIT_FAIL)
@@ -232,7 +245,7 @@ def _fmt_summary(changed: int, unchanged: int, dry_run: bool) -> str:
 @app.command("fmt")
 def fmt_(
     paths: List[Path] = typer.Argument(..., metavar="PATH...",
-                                       help="Rubric files, or folders searched for *.rubric files."),
+                                       help="Rubric files, or folders searched for *.rubric files; - reads standard input."),
     check: bool = typer.Option(False, "--check", help="Write nothing; print a diff and exit 1 if a file would change."),
     diff: bool = typer.Option(False, "--diff", help="Write nothing; print a diff of what would change."),
 ) -> None:
@@ -241,16 +254,17 @@ def fmt_(
     Exit 0, or 1 with --check when a file would change, or 2 when a file cannot be read,
     does not parse, or cannot be written (that file is left untouched).
     """
-    from admiss.api import read_text
     from admiss.errors import AdmissError
     from admiss.fmt import format_source, unified_diff
 
     exit_code, changed, unchanged = EXIT_PASS, 0, 0
     for path in _rubric_files(paths):
         try:
-            text = read_text(path)
-            formatted = format_source(text, str(path))
-            if formatted != text and not (check or diff):
+            name, text = _source_text(path)
+            formatted = format_source(text, name)
+            if name == "<stdin>" and not (check or diff):
+                sys.stdout.write(formatted)  # a filter: the formatted text, changed or not
+            elif formatted != text and not (check or diff):
                 write_atomically(path, formatted)
         except AdmissError as error:
             _print_error(error)
@@ -265,8 +279,8 @@ def fmt_(
             continue
         changed += 1
         if check or diff:
-            sys.stdout.write(unified_diff(text, formatted, str(path)))
-        sys.stderr.write(f"{'would reformat' if check or diff else 'reformatted'} {path}\n")
+            sys.stdout.write(unified_diff(text, formatted, name))
+        sys.stderr.write(f"{'would reformat' if check or diff else 'reformatted'} {name}\n")
     sys.stderr.write(_fmt_summary(changed, unchanged, check or diff))
     if check and changed:
         exit_code = max(exit_code, EXIT_FAIL)

@@ -78,3 +78,13 @@ def test_a_rich_batch_draws_twenty_reports_then_one_line_each(admiss_cli, tmp_pa
     assert ran.out.count("aggregate: pass") == SUMMARY_AFTER
     summary = [line for line in ran.out.splitlines() if line.startswith("pass ")]
     assert summary == [f"pass b.jsonl:{n}  missing evidence: 0" for n in range(SUMMARY_AFTER + 1, SUMMARY_AFTER + 6)]
+
+
+def test_lint_and_fmt_read_standard_input(admiss_cli):
+    ran = admiss_cli("lint", "-f", "json", "-", stdin="PROPERTY p { ADMIT sumary }\n")
+    assert ran.code == 1 and {d["code"] for d in json.loads(ran.out)} >= {"E101"}
+    assert {d["file"] for d in json.loads(ran.out)} == {"<stdin>"}
+    ran = admiss_cli("fmt", "-", stdin="PROPERTY p {   ADMIT summary }\n")
+    assert ran.code == 0 and ran.out == "PROPERTY p {\n  ADMIT summary\n}\n"
+    ran = admiss_cli("fmt", "--check", "-", stdin="PROPERTY p {   ADMIT summary }\n")
+    assert ran.code == 1 and ran.out.startswith("--- <stdin>\n+++ <stdin>\n")

@@ -144,10 +144,10 @@ def _decoded(text: str | bytes, name: str, line_offset: int) -> Any:
 def _may_repeat_keys(text: str | bytes, value: Any) -> bool:
     if not isinstance(value, (dict, list)):
         return False
-    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     # \u003 starts both spellings of the colon escape (\u003a, \u003A) and a few other
     # escapes: counting those too only ever errs towards the exact walk.
-    written = data.count(b":") + data.count(b"\\u003")
+    colon, escape = (":", "\\u003") if isinstance(text, str) else (b":", b"\\u003")
+    written = text.count(colon) + text.count(escape)
     compact = _compact(value)
     return written != compact.count(b":" if isinstance(compact, bytes) else ":")
 

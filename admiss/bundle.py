@@ -30,17 +30,12 @@ except ImportError:  # pragma: no cover - depends on the environment
     _fast_loads = _fast_dumps = None
 
 
-# Digits in a JSON integer: Python's own limit for converting text to int (which it raises
-# as an unlocated ValueError), applied on every Python version.
-MAX_INTEGER_DIGITS = 4300
-
-
 class _LongInteger(Exception):
-    """A JSON integer with more digits than MAX_INTEGER_DIGITS; carries its text."""
+    """A JSON integer with more digits than limits.MAX_INTEGER_DIGITS; carries its text."""
 
 
 def _bounded_int(digits: str) -> int:
-    if len(digits.lstrip("-")) > MAX_INTEGER_DIGITS:
+    if len(digits.lstrip("-")) > limits.MAX_INTEGER_DIGITS:
         raise _LongInteger(digits)
     return int(digits)
 
@@ -119,7 +114,7 @@ def _decoded(text: str | bytes, name: str, line_offset: int) -> Any:
         digits = str(exc.args[0])
         line, column = _line_column(_shown_text(text), _shown_text(text).find(digits))
         raise _located(name, text, line_offset, line, column, "B003",
-                       f"a number with {len(digits.lstrip('-'))} digits; the limit is {MAX_INTEGER_DIGITS}",
+                       f"a number with {len(digits.lstrip('-'))} digits; the limit is {limits.MAX_INTEGER_DIGITS}",
                        "write a number this long as a string") from None
     except RecursionError:
         raise BundleError([Diagnostic("B001", "invalid JSON: nested too deeply", file=name)]) from None

@@ -30,3 +30,6 @@ MAX_BUNDLE_BYTES = 32 * 1024 * 1024
 MAX_EVIDENCE_ITEMS = 100_000
 # Characters in any one string of a bundle (an output, a detail, a key).
 MAX_STRING_CHARS = 8 * 1024 * 1024
+# Digits in a JSON integer: Python's own limit for converting text to int (which it raises
+# as an unlocated ValueError), applied on every Python version (B003).
+MAX_INTEGER_DIGITS = 4300

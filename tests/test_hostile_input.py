@@ -9,7 +9,8 @@ import pytest
 import admiss
 from admiss import limits
 from admiss.api import ir_from_json, parse_source
-from admiss.bundle import MAX_INTEGER_DIGITS, parse_bundle_text
+from admiss.bundle import parse_bundle_text
+from admiss.limits import MAX_INTEGER_DIGITS
 from admiss.errors import BundleError, IRError, RubricCompileError
 
 RUBRIC = 'PROPERTY p { ADMIT verified_external_source FORBID summary }\n'

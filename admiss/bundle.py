@@ -64,10 +64,9 @@ def _refuse_long_strings(value: Any, name: str) -> None:
         path, item = stack.pop()
         if isinstance(item, dict):
             for key, member in item.items():
-                where = _member_path(path, key) if len(key) <= limits.MAX_STRING_CHARS else (path or "$")
                 if len(key) > limits.MAX_STRING_CHARS:
-                    _too_long(where + " (a key)", len(key), name)
-                stack.append((where, member))
+                    _too_long(f"{path or '$'} (a key)", len(key), name)
+                stack.append((_member_path(path, key), member))
         elif isinstance(item, list):
             stack.extend((f"{path or '$'}[{i}]", member) for i, member in enumerate(item))
         elif isinstance(item, str) and len(item) > limits.MAX_STRING_CHARS:
@@ -168,8 +167,9 @@ def _refuse_repeated_keys(text: str | bytes, name: str, line_offset: int) -> Non
     try:
         found = _RepeatedKeys(shown).first(0, "")
     except RecursionError:
-        raise BundleError([Diagnostic("B008", "a key is repeated in an object nested too deeply to locate",
-                                      file=name)]) from None
+        # Too deep to walk, so a repeat can be neither ruled out nor located: refused unproven.
+        raise BundleError([Diagnostic("B008", "a key may be repeated in an object nested too deeply to check",
+                                      file=name, hint="nest objects less deeply")]) from None
     if found is not None:
         path, offset = found
         line, column = _line_column(shown, offset)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+from pathlib import Path
 from typing import Iterable, Iterator
 
-from admiss import ir
+from admiss import ir, limits
 from admiss.errors import Diagnostic, did_you_mean
 from admiss.source import Span
 
@@ -103,9 +106,8 @@ class _Analysis:
         self.check_references(gate)
 
     def check_numbers(self, gate: ir.Gate) -> None:
-        for problem, option in _number_problems(gate):
-            code = "E107" if option == "threshold" else "E116"
-            self.error(code, problem, gate.value_span_of(option))
+        for code, problem, option in _number_problems(gate):
+            self.error(code, problem, gate.value_span_of(option), _BOUND_HINT if code == "E118" else None)
 
     def check_references(self, gate: ir.Gate) -> None:
         names = [p.name for p in self.rubric.properties]
@@ -166,19 +168,36 @@ def _takes(kind: str, allowed: set[str]) -> str:
     return f"a {kind} gate takes " + ", ".join(sorted(ir.OPTION_KEYWORDS[o] for o in allowed))
 
 
-def _number_problems(gate: ir.Gate) -> Iterator[tuple[str, str]]:
+_BOUND_HINT = "the bounds are in docs/language.md (gate options)"
+
+
+def _number_problems(gate: ir.Gate) -> Iterator[tuple[str, str, str]]:
+    """(code, problem, option) for each number of the gate out of its range."""
     if gate.threshold is not None and not 0.0 <= gate.threshold <= 1.0:
-        yield f"THRESHOLD must lie in [0, 1], not {gate.threshold:g}", "threshold"
-    if gate.k is not None and not _is_count(gate.k):
-        yield f"K must be a whole number of at least 1, not {gate.k:g}", "k"
+        yield "E107", f"THRESHOLD must lie in [0, 1], not {_shown(gate.threshold)}", "threshold"
+    yield from _count_problems("K", gate.k, limits.MAX_K, "k")
     if gate.timeout_s is not None and gate.timeout_s <= 0:
-        yield "TIMEOUT must be longer than zero", "timeout_s"
+        yield "E116", "TIMEOUT must be longer than zero", "timeout_s"
+    elif gate.timeout_s is not None and gate.timeout_s > limits.MAX_TIMEOUT_S:
+        yield "E118", f"TIMEOUT must be at most {limits.MAX_TIMEOUT_S:g}s (one day)", "timeout_s"
     if gate.cmd == ():
-        yield "CMD needs at least the program to run", "cmd"
+        yield "E116", "CMD needs at least the program to run", "cmd"
     if gate.budget_rate is not None and not 0.0 <= gate.budget_rate <= 1.0:
-        yield f"BUDGET rate must lie in [0, 1], not {gate.budget_rate:g}", "budget_rate"
-    if gate.budget_window is not None and not _is_count(gate.budget_window):
-        yield f"WINDOW must be a whole number of at least 1, not {gate.budget_window:g}", "budget_window"
+        yield "E116", f"BUDGET rate must lie in [0, 1], not {_shown(gate.budget_rate)}", "budget_rate"
+    yield from _count_problems("WINDOW", gate.budget_window, limits.MAX_WINDOW, "budget_window")
+
+
+def _count_problems(keyword: str, value: float | None, bound: int, option: str) -> Iterator[tuple[str, str, str]]:
+    if value is None:
+        return
+    if value > bound:  # first: a huge value may not even print as a float
+        yield "E118", f"{keyword} must be at most {bound:,}", option
+    elif not _is_count(value):
+        yield "E116", f"{keyword} must be a whole number of at least 1, not {_shown(value)}", option
+
+
+def _shown(value: float) -> str:
+    return f"{value:g}" if abs(value) < 1e300 else "a number that large"
 
 
 def _is_count(value: float) -> bool:
@@ -189,3 +208,42 @@ def analyze(rubric: ir.Rubric, file: str | None = None) -> list[Diagnostic]:
     """Every semantic problem in ``rubric``, in source order."""
     found = _Analysis(rubric, file).run()
     return sorted(found, key=lambda d: (d.span.line, d.span.column))
+
+
+def missing_gate_files(rubric: ir.Rubric, folder: Path, file: str | None = None) -> list[Diagnostic]:
+    """E119 for each schema FILE and E120 for each subprocess program that is not where the
+    gate will look when it runs: files relative to ``folder`` (the rubric's), a program with
+    a slash relative to it too (the gate runs there), a bare program name on PATH.
+
+    Only a rubric read from disk has a folder; analyze() alone cannot see files.
+    """
+    found: list[Diagnostic] = []
+    for chain in rubric.chains:
+        for rung in chain.rungs:
+            for gate in rung.gates:
+                problem = _missing_file(gate, folder)
+                if problem is not None:
+                    code, message, option, hint = problem
+                    found.append(Diagnostic(code, message, gate.value_span_of(option), hint=hint, file=file))
+    return sorted(found, key=lambda d: (d.span.line, d.span.column))
+
+
+def _missing_file(gate: ir.Gate, folder: Path) -> tuple[str, str, str, str] | None:
+    if gate.kind == "schema" and gate.file:
+        path = folder / gate.file
+        if not path.is_file():
+            return "E119", f"schema FILE '{gate.file}' not found", "file", f"looked for {path}"
+    if gate.kind == "subprocess" and gate.cmd:
+        program = gate.cmd[0]
+        if "/" not in program:
+            if shutil.which(program) is None:
+                return "E120", f"program '{program}' is not on PATH", "cmd", \
+                    "a bare name is looked up on PATH; write ./name for a program beside the rubric"
+        elif not _runnable(folder / program):
+            return "E120", f"program '{program}' is not an executable file", "cmd", \
+                f"looked for {folder / program}; a relative path is taken from the rubric's folder"
+    return None
+
+
+def _runnable(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)

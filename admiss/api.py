@@ -31,6 +31,12 @@ class Rubric:
         self.config = Path(config) if config is not None else None
         self.offline = offline
         self._runtime: Runtime | None = None
+        if self.config is not None:
+            from admiss.config import load_config
+
+            # A config the user named is checked now, even when no chain will read it: a
+            # typo in its path or its keys must not pass silently.
+            load_config(self.config)
 
     def __getstate__(self) -> dict:
         return {"compiled": self.compiled, "config": self.config, "offline": self.offline}
@@ -139,10 +145,24 @@ def compile_source(text: str, name: str = "<string>", origin: str | None = None,
                    config: str | Path | None = None, offline: bool = False) -> Rubric:
     """Compile rubric source text. ``name`` is used in messages and for the default rubric name.
 
-    ``origin`` is the rubric's path: gate files (schemas, subprocess folders) resolve next to it.
+    ``origin`` is the rubric's path: gate files (schemas, subprocess folders) resolve next to
+    it, and are checked to exist (E119, E120). Without it nothing on disk is checked.
     ``config`` and ``offline`` are as for :func:`load`.
     """
-    return Rubric(compile_ir(parse_source(text, name), origin), config, offline)
+    rubric = parse_source(text, name)
+    if origin is not None:
+        _refuse_missing_gate_files(rubric, Path(origin), Source(name, text))
+    return Rubric(compile_ir(rubric, origin), config, offline)
+
+
+def _refuse_missing_gate_files(rubric: ir.Rubric, origin: Path, source: Source | None, shown: str | None = None) -> None:
+    """RubricCompileError (E119, E120) when a gate's file or program is not where it will be
+    looked for; the diagnostics name ``shown`` (default: the rubric's path)."""
+    from admiss.analyze import missing_gate_files
+
+    problems = missing_gate_files(rubric, origin.parent, shown or str(origin))
+    if problems:
+        raise RubricCompileError(problems, source)
 
 
 def _json_path(path) -> str:
@@ -172,6 +192,8 @@ def ir_from_json(text: str, name: str) -> ir.Rubric:
     except json.JSONDecodeError as exc:
         raise IRError([Diagnostic("I001", f"invalid JSON: {exc.msg}", Span.point(exc.lineno, exc.colno),
                                   file=name)], Source(name, text)) from None
+    except (ValueError, RecursionError) as exc:  # an integer past Python's digit limit; deep nesting
+        raise IRError([Diagnostic("I001", f"invalid IR JSON: {exc}"[:200], file=name)]) from None
     version = data.get("ir_version") if isinstance(data, dict) else None
     if version not in ir.IR_VERSIONS or isinstance(version, bool):
         raise IRError([Diagnostic("I001", f"not admiss IR version {' or '.join(map(str, ir.IR_VERSIONS))} "
@@ -196,11 +218,19 @@ def ir_from_json(text: str, name: str) -> ir.Rubric:
 
 
 def read_text(path: str | Path) -> str:
-    """The text of ``path``, or InputError E001 naming the file."""
+    """The text of ``path``, or InputError E001 naming the file (also when it is larger than
+    admiss reads whole: a bundle's limit, so /dev/zero or a runaway file cannot eat memory)."""
     from admiss.files import reading
+    from admiss.limits import MAX_BUNDLE_BYTES
 
-    with reading(path):
-        return Path(path).read_text(encoding="utf-8")
+    with reading(path), open(path, encoding="utf-8") as handle:
+        text = handle.read(MAX_BUNDLE_BYTES + 1)
+    if len(text) > MAX_BUNDLE_BYTES:
+        from admiss.errors import input_error
+
+        raise input_error(str(path), f"is larger than {MAX_BUNDLE_BYTES:,} bytes, the most admiss reads of one file",
+                          hint="the limits are in docs/security.md")
+    return text
 
 
 def load(path: str | Path, config: str | Path | None = None, offline: bool = False) -> Rubric:
@@ -217,8 +247,14 @@ def load(path: str | Path, config: str | Path | None = None, offline: bool = Fal
     path = Path(path)
     text = read_text(path)
     if path.suffix == ".json":
-        return Rubric(compile_ir(ir_from_json(text, str(path)), str(path)), config, offline)
-    return Rubric(compile_ir(cached_ir(text, str(path), parse_source), str(path)), config, offline)
+        rubric = ir_from_json(text, str(path))
+        # The spans point into the source the IR was compiled from, not into this file.
+        _refuse_missing_gate_files(rubric, path, None, f"{path} (compiled from {rubric.source or 'its source'})")
+    else:
+        rubric = cached_ir(text, str(path), parse_source)
+        # Checked on every load, cache hit or not: a file may have gone since it was cached.
+        _refuse_missing_gate_files(rubric, path, Source(str(path), text))
+    return Rubric(compile_ir(rubric, str(path)), config, offline)
 
 
 def read_trace(obj_or_path: Any, format: str | None = None, name: str | None = None) -> "Trace":

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import re
+from pathlib import Path
 from typing import Any, Iterator
 
+from admiss import limits
 from admiss.compiler import Row, rows_of
 from admiss.errors import BundleError, Diagnostic, did_you_mean
-from admiss.jsonio import DecodeError as FastDecodeError, loads as fast_loads
+from admiss.jsonio import DecodeError as FastDecodeError, dumps_line, loads as fast_loads
 from admiss.source import Source, Span
 
 _EVIDENCE_FIELDS = ("kind", "detail", "source_label")
@@ -21,8 +25,73 @@ def _type_word(value: Any) -> str:
     return _TYPE_WORDS.get(type(value), type(value).__name__)
 
 
+class _LongInteger(Exception):
+    """A JSON integer with more digits than limits.MAX_INTEGER_DIGITS; carries its text."""
+
+
+def _bounded_int(digits: str) -> int:
+    if len(digits.lstrip("-")) > limits.MAX_INTEGER_DIGITS:
+        raise _LongInteger(digits)
+    return int(digits)
+
+
 def parse_bundle_text(text: str | bytes, name: str, line_offset: int = 0) -> Any:
-    """The JSON value in ``text``, or BundleError B001 at the line and column that broke."""
+    """The JSON value in ``text``, or BundleError B001 at the line and column that broke
+    (B003 at a number too long to read, B008 at a key repeated in one object)."""
+    if len(text) > limits.MAX_BUNDLE_BYTES:
+        raise BundleError([Diagnostic("B004", f"the bundle is {len(text):,} bytes; the limit is "
+                                      f"{limits.MAX_BUNDLE_BYTES:,}", file=name, hint=_LIMITS_HINT)])
+    value = _decoded(text, name, line_offset)
+    if _may_repeat_keys(text, value):
+        _refuse_repeated_keys(text, name, line_offset)
+    if len(text) > limits.MAX_STRING_CHARS:  # only then can one string be too long
+        _refuse_long_strings(value, name)
+    return value
+
+
+_LIMITS_HINT = "the limits are in docs/security.md"
+
+
+def _refuse_long_strings(value: Any, name: str) -> None:
+    """BundleError B006 naming the first string (or key) longer than the limit."""
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, dict):
+            for key, member in item.items():
+                if len(key) > limits.MAX_STRING_CHARS:
+                    _too_long(f"{path or '$'} (a key)", len(key), name)
+                stack.append((_member_path(path, key), member))
+        elif isinstance(item, list):
+            stack.extend((f"{path or '$'}[{i}]", member) for i, member in enumerate(item))
+        elif isinstance(item, str) and len(item) > limits.MAX_STRING_CHARS:
+            _too_long(path or "$", len(item), name)
+
+
+def _too_long(path: str, length: int, name: str) -> None:
+    raise BundleError([Diagnostic("B006", f"{path}: a string of {length:,} characters; the limit is "
+                                  f"{limits.MAX_STRING_CHARS:,}", file=name, hint=_LIMITS_HINT)])
+
+
+def evidence_count_problem(bundle: Any) -> tuple[str, str, str | None] | None:
+    """(path, problem, hint) when the bundle holds more evidence items than the limit."""
+    if type(bundle) is not dict:
+        return None
+    count = _length(bundle.get("evidence"))
+    candidates = bundle.get("candidates")
+    if type(candidates) is list:
+        count += sum(_length(c.get("evidence")) for c in candidates if type(c) is dict)
+    if count <= limits.MAX_EVIDENCE_ITEMS:
+        return None
+    return "evidence", f"{count:,} evidence items in the bundle; the limit is {limits.MAX_EVIDENCE_ITEMS:,}", \
+        _LIMITS_HINT
+
+
+def _length(items: Any) -> int:
+    return len(items) if type(items) is list else 0
+
+
+def _decoded(text: str | bytes, name: str, line_offset: int) -> Any:
     try:
         return fast_loads(text)
     except FastDecodeError:
@@ -30,19 +99,126 @@ def parse_bundle_text(text: str | bytes, name: str, line_offset: int = 0) -> Any
         # the json module decides, and words the error.
         pass
     try:
-        return json.loads(text)
+        return json.loads(text, parse_int=_bounded_int)
     except json.JSONDecodeError as exc:
-        line = exc.lineno + line_offset
-        shown = text if isinstance(text, str) else text.decode("utf-8", "replace")
-        source = Source(name, "\n" * line_offset + shown)
-        span = Span.point(line, exc.colno)
-        raise BundleError([Diagnostic("B001", f"invalid JSON: {exc.msg}", span, file=name,
-                                      hint="a bundle is one JSON object (a .jsonl file: one per line)")],
-                          source) from None
+        raise _located(name, text, line_offset, exc.lineno, exc.colno, "B001", f"invalid JSON: {exc.msg}",
+                       "a bundle is one JSON object (a .jsonl file: one per line)") from None
+    except _LongInteger as exc:
+        digits = str(exc.args[0])
+        line, column = _line_column(_shown_text(text), _shown_text(text).find(digits))
+        raise _located(name, text, line_offset, line, column, "B003",
+                       f"a number with {len(digits.lstrip('-'))} digits; the limit is {limits.MAX_INTEGER_DIGITS}",
+                       "write a number this long as a string") from None
     except RecursionError:
         raise BundleError([Diagnostic("B001", "invalid JSON: nested too deeply", file=name)]) from None
     except UnicodeDecodeError:  # bytes that are not UTF-8 (check_many takes bytes)
         raise BundleError([Diagnostic("B001", "invalid JSON: not UTF-8 text", file=name)]) from None
+
+
+# Repeated keys. A JSON decoder keeps the last of a repeated key without a word, so a bundle
+# could show a reviewer one "evidence" and hand admiss another. Finding them needs a walk
+# in Python, so it runs only when a count done in C says a key may have been dropped:
+#
+#   colons in the text + ":" escapes (\u003a) in it  =  keys + colons in every string written
+#   colons in the decoded value written back compactly  =  keys kept + colons in strings kept
+#
+# Every key has exactly one colon outside strings, and a colon in a string is written as
+# itself or as an escape, so the first count minus the second is the number of keys dropped
+# plus the colons in the strings dropped with them (plus other \\u003 escapes): never
+# negative, and zero only when nothing was dropped. So equal counts prove there is no
+# repeated key, and any difference runs the exact walk below.
+
+
+def _may_repeat_keys(text: str | bytes, value: Any) -> bool:
+    if not isinstance(value, (dict, list)):
+        return False
+    # \u003 starts both spellings of the colon escape (\u003a, \u003A) and a few other
+    # escapes: counting those too only ever errs towards the exact walk.
+    colon, escape = (":", "\\u003") if isinstance(text, str) else (b":", b"\\u003")
+    written = text.count(colon) + text.count(escape)
+    # What orjson refuses (a lone surrogate) jsonio writes with escapes, which add no colon.
+    return written != dumps_line(value).count(b":")
+
+
+def _member_path(path: str, key: str) -> str:
+    if key.isidentifier():
+        return f"{path}.{key}" if path else key
+    return f"{path or '$'}[{json.dumps(key)}]"
+
+
+def _refuse_repeated_keys(text: str | bytes, name: str, line_offset: int) -> None:
+    """BundleError B008 at the first key repeated within one object of ``text``, if any."""
+    shown = _shown_text(text)
+    try:
+        found = _RepeatedKeys(shown).first(0, "")
+    except RecursionError:
+        # Too deep to walk, so a repeat can be neither ruled out nor located: refused unproven.
+        raise BundleError([Diagnostic("B008", "a key may be repeated in an object nested too deeply to check",
+                                      file=name, hint="nest objects less deeply")]) from None
+    if found is not None:
+        path, offset = found
+        line, column = _line_column(shown, offset)
+        raise _located(name, text, line_offset, line, column, "B008", f"{path}: key given twice in one object",
+                       "a decoder would silently keep the last one; keep one")
+
+
+class _RepeatedKeys:
+    """A walk over JSON text already known to be valid, tracking each object's keys."""
+
+    _BLANKS = re.compile(r"[ \t\n\r]*")
+
+    def __init__(self, text: str):
+        self.text = text
+        self.scalar_end = json.JSONDecoder(parse_int=_bounded_int).scan_once
+
+    def skip(self, pos: int) -> int:
+        return self._BLANKS.match(self.text, pos).end()
+
+    def first(self, pos: int, path: str) -> tuple[str, int] | None:
+        """(JSON path, offset) of the first repeated key in the value at ``pos``; sets self.end."""
+        pos = self.skip(pos)
+        opener = self.text[pos]
+        if opener not in "{[":
+            self.end = self.scalar_end(self.text, pos)[1]
+            return None
+        closer, seen, index = ("}" if opener == "{" else "]"), set(), 0
+        pos = self.skip(pos + 1)
+        while self.text[pos] != closer:
+            if opener == "{":
+                key, after = json.decoder.scanstring(self.text, pos + 1)
+                where = _member_path(path, key)
+                if key in seen:
+                    return where, pos
+                seen.add(key)
+                pos = self.skip(after) + 1  # past the colon
+            else:
+                where, index = f"{path or '$'}[{index}]", index + 1
+            found = self.first(pos, where)
+            if found is not None:
+                return found
+            pos = self.skip(self.end)
+            if self.text[pos] == ",":
+                pos = self.skip(pos + 1)
+        self.end = pos + 1
+        return None
+
+
+def _shown_text(text: str | bytes) -> str:
+    return text if isinstance(text, str) else text.decode("utf-8", "replace")
+
+
+def _line_column(text: str, offset: int) -> tuple[int, int]:
+    """1-based line and column of ``offset`` in ``text``."""
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+def _located(name: str, text: str | bytes, line_offset: int, line: int, column: int, code: str, message: str,
+             hint: str) -> BundleError:
+    """A BundleError at ``line``:``column`` of ``text`` (a line of a file when ``line_offset``)."""
+    line += line_offset
+    source = Source(name, "\n" * line_offset + _shown_text(text))
+    return BundleError([Diagnostic(code, message, Span.point(line, column), file=name, hint=hint)], source)
 
 
 def _shape_problems(bundle: Any) -> Iterator[tuple[str, str, str | None]]:
@@ -120,6 +296,9 @@ def validate_bundle(bundle: Any, name: str, properties: frozenset[str] | None = 
     With ``properties`` (the rubric's property names), evidence offered to a property the
     rubric lacks is a break too.
     """
+    too_many = evidence_count_problem(bundle)
+    if too_many is not None:
+        raise BundleError([Diagnostic("B005", f"{too_many[0]}: {too_many[1]}", hint=too_many[2], file=name)])
     problems = list(_shape_problems(bundle))
     if not problems and properties is not None:
         problems = list(_property_problems(bundle, properties))
@@ -145,9 +324,10 @@ def evidence_rows(bundle: Any, name: str, properties: frozenset[str]) -> tuple[l
     when that pass meets something unusual does the full validator run, to say exactly
     what is wrong and where (or to accept what the quick pass was too strict about).
     """
-    plain = _plain_rows(bundle, properties)
-    if plain is not None:
-        return plain
+    if evidence_count_problem(bundle) is None:  # else no rows are built: the validator says why
+        plain = _plain_rows(bundle, properties)
+        if plain is not None:
+            return plain
     validate_bundle(bundle, name, properties)
     rows = rows_of(bundle.get("evidence", ()))
     return rows, any(row[3] is not None for row in rows)
@@ -209,3 +389,58 @@ def rung_problems(bundle: dict, rungs: frozenset[str], name: str) -> None:
     ]
     if problems:
         raise BundleError(problems)
+
+
+# A bundle's "rubric" field may name only a rubric source or compiled IR in the tree it may read.
+_RUBRIC_SUFFIXES = (".rubric", ".json")
+_RUBRIC_HINT = "name a .rubric or .json file below the bundle's folder (or the working folder), or pass --rubric FILE"
+
+
+def rubric_path(bundle_file: str, field: str, name: str) -> Path:
+    """The file a bundle's ``rubric`` field names, kept inside the tree the bundle may read.
+
+    A bundle is untrusted: its field must not make admiss read (and quote in an error) any
+    other file on the machine, nor a device such as /dev/zero. So the path must be relative,
+    name a .rubric or .json file, be a regular file when it exists (a missing one is
+    reported when it is read), and stay, after following every symlink, inside the working
+    folder when the bundle lies inside it (a project's bundles name its rubrics, as in
+    rubrics/bundles/), else inside the bundle's own folder. Only --rubric, which the user
+    writes, can name a rubric anywhere else.
+    """
+    folder = os.path.dirname(bundle_file) or "."
+    problem = _rubric_field_problem(_readable_root(os.path.realpath(folder)), field, folder)
+    if problem is not None:
+        raise BundleError([Diagnostic("B007", f"rubric: {problem}", hint=_RUBRIC_HINT, file=name)])
+    return Path(folder) / field
+
+
+def _readable_root(folder: str) -> str:
+    working = os.path.realpath(os.getcwd())
+    return working if _inside(working, folder) else folder
+
+
+def _inside(root: str, path: str) -> bool:
+    return os.path.commonpath([root, path]) == root
+
+
+def _rubric_field_problem(root: str, field: str, folder: str) -> str | None:
+    if "\0" in field or not field or _has_surrogate(field):
+        return "is not a usable path"
+    if os.path.isabs(field):
+        return "must be a path relative to the bundle's folder, not an absolute one"
+    if not field.endswith(_RUBRIC_SUFFIXES):
+        return "must name a .rubric or .json file"
+    target = os.path.realpath(os.path.join(folder, field))
+    if not _inside(root, target):
+        return "leads out of the folder bundles may read rubrics from"
+    if os.path.lexists(target) and not os.path.isfile(target):
+        return "is not a regular file"
+    return None
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False

@@ -6,22 +6,47 @@ Exit codes: 0 every check passed, 1 a check failed, 2 bad input or usage.
 from __future__ import annotations
 
 import enum
+import functools
 import sys
 from pathlib import Path
 from typing import Iterator, List, Optional
 
 import typer
+from typer.core import TyperArgument, TyperGroup
 
 from admiss import __version__
 from admiss.files import write_atomically
 
 EXIT_PASS, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
+# The path that means standard input.
+STDIN = "-"
+
+
+class _PlainHelpGroup(TyperGroup):
+    """typer's group, with arguments shown in help by their metavar alone, as options are:
+    typer appends the Python type (``BUNDLE... <list[Path]>``), which means nothing to a user.
+    Done where commands are looked up, so every command gets it, whoever adds it."""
+
+    def get_command(self, ctx, cmd_name: str):
+        command = super().get_command(ctx, cmd_name)
+        for param in getattr(command, "params", ()):
+            if isinstance(param, TyperArgument) and param.metavar:
+                param.display_type_rich = _no_type_name
+                param._usage_display_name = functools.partial(str, param.metavar)
+        return command
+
+
+def _no_type_name(ctx) -> None:
+    return None
 
 app = typer.Typer(
     name="admiss",
+    cls=_PlainHelpGroup,
     help="Evidence-first rubrics and gate chains for verifying the work of LLM agents.",
-    add_completion=False,
+    # typer's own --install-completion and --show-completion (bash, zsh, fish, PowerShell).
+    add_completion=True,
     no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
     # Plain help text: option help says "[default: ...]", which rich markup would eat.
     rich_markup_mode=None,
@@ -60,23 +85,48 @@ def _default_format() -> Format:
     return Format.rich if sys.stdout.isatty() else Format.text
 
 
+def _one_of(choices: type[enum.Enum]):
+    """A callback that takes a value only when it names one of ``choices``, in plain words."""
+    names = [c.value for c in choices]
+
+    def check(value: Optional[str]) -> Optional[str]:
+        if value is not None and value not in names:
+            raise typer.BadParameter(f"{value!r} is not one of {', '.join(names)}")
+        return value
+
+    return check
+
+
+def _count(value: str) -> str:
+    """A whole number of at least 1, said plainly when it is not (typer's own words name types)."""
+    if not (value.isascii() and value.isdigit() and int(value) >= 1):
+        raise typer.BadParameter(f"{value!r} is not a whole number of at least 1")
+    return value
+
+
 @app.command()
 def check(
-    bundles: List[Path] = typer.Argument(..., help="Bundle files: .json (one bundle) or .jsonl (one per line)."),
+    bundles: List[Path] = typer.Argument(
+        ..., metavar="BUNDLE...", help="Bundle files: .json (one bundle) or .jsonl (one per line); "
+        "- reads JSON Lines from standard input."
+    ),
     rubric: Optional[Path] = typer.Option(
-        None, "--rubric", "-r", help="A .rubric source or compiled IR .json; overrides each bundle's \"rubric\" field."
+        None, "--rubric", "-r", metavar="FILE",
+        help="A .rubric source or compiled IR .json; overrides each bundle's \"rubric\" field.",
     ),
-    fmt: Optional[Format] = typer.Option(
-        None, "--format", "-f", help="Report format [default: rich on a terminal, text otherwise]."
+    fmt: Optional[str] = typer.Option(
+        None, "--format", "-f", metavar="text|json|rich", callback=_one_of(Format),
+        help="Report format [default: rich on a terminal (one line per bundle after 20), text otherwise].",
     ),
-    chain: Optional[str] = typer.Option(None, "--chain", help="The CHAIN to run when the rubric has several."),
+    chain: Optional[str] = typer.Option(None, "--chain", metavar="NAME",
+                                        help="The CHAIN to run when the rubric has several."),
     config: Optional[Path] = typer.Option(
-        None, "--config", help="An admiss.toml (providers, prices, gate defaults) [default: beside the rubric, "
-        "else in the working folder]."
+        None, "--config", metavar="FILE", help="An admiss.toml (providers, prices, gate defaults) "
+        "[default: beside the rubric, else in the working folder]."
     ),
-    jobs: int = typer.Option(
-        1, "--jobs", "-j", min=1, help="Check in this many worker processes (text and json formats, regular "
-        "files; a pipe is checked in one process); reports keep the input order."
+    jobs: str = typer.Option(
+        "1", "--jobs", "-j", metavar="N", callback=_count, help="Check in this many worker processes "
+        "(text and json formats, regular files; a pipe is checked in one process); reports keep the input order."
     ),
     fail_fast: bool = typer.Option(
         False, "--fail-fast", help="Stop at the first bundle that cannot be loaded or checked (exit 2)."
@@ -95,10 +145,10 @@ def check(
         "one here, else a cluster address such as 'auto' or 'ray://host:10001'. Needs --rubric and -o."
     ),
     output: Optional[Path] = typer.Option(
-        None, "--output", "-o", help="With --ray: the folder for reports.jsonl, properties.parquet and summary.json."
+        None, "--output", "-o", metavar="DIR", help="With --ray: the folder for reports.jsonl, properties.parquet and summary.json."
     ),
     trace: Optional[str] = typer.Option(
-        None, "--trace", help="Read every input as an agent trace in this format [default: a value that is "
+        None, "--trace", metavar="FORMAT", help="Read every input as an agent trace in this format [default: a value that is "
         "not a bundle is a trace, its format detected]."
     ),
     live: bool = typer.Option(
@@ -115,7 +165,7 @@ def check(
 
     if ray_address is not None or output is not None:
         raise typer.Exit(_check_on_ray(ray_address, bundles, rubric, output, chain, report.value, config, offline))
-    options = CheckOptions(rubric, (fmt or _default_format()).value, chain, config, jobs, fail_fast, offline,
+    options = CheckOptions(rubric, fmt or _default_format().value, chain, config, int(jobs), fail_fast, offline,
                            report.value, trace, live)
     raise typer.Exit(run_check(bundles, options))
 
@@ -137,9 +187,9 @@ def _check_on_ray(address: str | None, bundles: List[Path], rubric: Optional[Pat
 
 @app.command("import")
 def import_(
-    traces: List[Path] = typer.Argument(..., help="Trace files: .json (one trace) or .jsonl (one per line)."),
-    rubric: Path = typer.Option(..., "--rubric", "-r", help="The .rubric source or IR .json whose MAP block applies."),
-    trace: Optional[str] = typer.Option(None, "--trace", help="The traces' format [default: detected]."),
+    traces: List[Path] = typer.Argument(..., metavar="TRACE...", help="Trace files: .json (one trace) or .jsonl (one per line)."),
+    rubric: Path = typer.Option(..., "--rubric", "-r", metavar="FILE", help="The .rubric source or IR .json whose MAP block applies."),
+    trace: Optional[str] = typer.Option(None, "--trace", metavar="FORMAT", help="The traces' format [default: detected]."),
 ) -> None:
     """Print the bundle each trace makes: its evidence items, each with the MAP rule that made
     it, and the steps not offered as evidence and why.
@@ -161,8 +211,9 @@ def import_(
 
 @app.command("compile")
 def compile_(
-    file: Path = typer.Argument(..., help="A .rubric source file (or compiled IR .json, rewritten)."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the IR here instead of stdout."),
+    file: Path = typer.Argument(..., metavar="FILE", help="A .rubric source file (or compiled IR .json, rewritten)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="OUT",
+                                          help="Write the IR here instead of stdout."),
 ) -> None:
     """Compile a rubric to its IR as deterministic JSON (same source, same bytes)."""
     from admiss.api import load
@@ -189,6 +240,17 @@ class LintFormat(str, enum.Enum):
     github = "github"
 
 
+def _source_text(path: Path) -> tuple[str, str]:
+    """(name, text) of a rubric named on the command line; ``-`` is standard input, <stdin>."""
+    from admiss.api import read_text
+    from admiss.files import reading
+
+    if str(path) == STDIN:
+        with reading("<stdin>"):
+            return "<stdin>", sys.stdin.read()
+    return str(path), read_text(path)
+
+
 def _rubric_files(paths: List[Path]) -> Iterator[Path]:
     """Each path named, and each ``*.rubric`` file under a named folder, sorted."""
     for path in paths:
@@ -200,21 +262,22 @@ def _rubric_files(paths: List[Path]) -> Iterator[Path]:
 
 @app.command()
 def lint(
-    paths: List[Path] = typer.Argument(..., help="Rubric files, or folders searched for *.rubric files."),
-    fmt: LintFormat = typer.Option(LintFormat.text, "--format", "-f", help="Output format."),
+    paths: List[Path] = typer.Argument(..., metavar="PATH...",
+                                       help="Rubric files, or folders searched for *.rubric files; - reads standard input."),
+    fmt: str = typer.Option("text", "--format", "-f", metavar="text|json|sarif|github", callback=_one_of(LintFormat),
+                            help="Output format."),
     select: Optional[List[str]] = typer.Option(
-        None, "--select", help="Codes or prefixes to run, comma-separated (replaces the configured ones) "
-        "[default: ADM, every rule]."
+        None, "--select", metavar="CODES", help="Codes or prefixes to run, comma-separated (replaces the "
+        "configured ones) [default: ADM, every rule]."
     ),
-    ignore: List[str] = typer.Option([], "--ignore", help="Codes or prefixes not to run, comma-separated "
-                                     "(added to the configured ones)."),
+    ignore: List[str] = typer.Option([], "--ignore", metavar="CODES", help="Codes or prefixes not to run, "
+                                     "comma-separated (added to the configured ones)."),
 ) -> None:
     """Report weak or contradictory rubrics, and every compile error, with stable codes.
 
     Exit 0 with no findings, 1 with findings (warnings count), 2 on usage errors or
     unreadable files. Settings: [lint] in admiss.toml or [tool.admiss.lint] in pyproject.toml.
     """
-    from admiss.api import read_text
     from admiss.errors import AdmissError
     from admiss.lint import find_config, lint_source
     from admiss.lint.output import FORMATS, FileResult
@@ -228,13 +291,15 @@ def lint(
     exit_code, results = EXIT_PASS, []
     for path in _rubric_files(paths):
         try:
-            text = read_text(path)
+            name, text = _source_text(path)
         except AdmissError as error:
             _print_error(error)
             exit_code = EXIT_BAD_INPUT
             continue
-        results.append(FileResult(Source(str(path), text), tuple(lint_source(text, str(path), config))))
-    sys.stdout.write(FORMATS[fmt.value](results))
+        # Standard input has no folder, so its gate files cannot be checked.
+        found = lint_source(text, name, config, folder=None if name == "<stdin>" else path.parent)
+        results.append(FileResult(Source(name, text), tuple(found)))
+    sys.stdout.write(FORMATS[fmt](results))
     if any(result.diagnostics for result in results):
         exit_code = max(exit_code, EXIT_FAIL)
     raise typer.Exit(exit_code)
@@ -251,7 +316,8 @@ def _fmt_summary(changed: int, unchanged: int, dry_run: bool) -> str:
 
 @app.command("fmt")
 def fmt_(
-    paths: List[Path] = typer.Argument(..., help="Rubric files, or folders searched for *.rubric files."),
+    paths: List[Path] = typer.Argument(..., metavar="PATH...",
+                                       help="Rubric files, or folders searched for *.rubric files; - reads standard input."),
     check: bool = typer.Option(False, "--check", help="Write nothing; print a diff and exit 1 if a file would change."),
     diff: bool = typer.Option(False, "--diff", help="Write nothing; print a diff of what would change."),
 ) -> None:
@@ -260,16 +326,17 @@ def fmt_(
     Exit 0, or 1 with --check when a file would change, or 2 when a file cannot be read,
     does not parse, or cannot be written (that file is left untouched).
     """
-    from admiss.api import read_text
     from admiss.errors import AdmissError
     from admiss.fmt import format_source, unified_diff
 
     exit_code, changed, unchanged = EXIT_PASS, 0, 0
     for path in _rubric_files(paths):
         try:
-            text = read_text(path)
-            formatted = format_source(text, str(path))
-            if formatted != text and not (check or diff):
+            name, text = _source_text(path)
+            formatted = format_source(text, name)
+            if name == "<stdin>" and not (check or diff):
+                sys.stdout.write(formatted)  # a filter: the formatted text, changed or not
+            elif formatted != text and not (check or diff):
                 write_atomically(path, formatted)
         except AdmissError as error:
             _print_error(error)
@@ -284,8 +351,8 @@ def fmt_(
             continue
         changed += 1
         if check or diff:
-            sys.stdout.write(unified_diff(text, formatted, str(path)))
-        sys.stderr.write(f"{'would reformat' if check or diff else 'reformatted'} {path}\n")
+            sys.stdout.write(unified_diff(text, formatted, name))
+        sys.stderr.write(f"{'would reformat' if check or diff else 'reformatted'} {name}\n")
     sys.stderr.write(_fmt_summary(changed, unchanged, check or diff))
     if check and changed:
         exit_code = max(exit_code, EXIT_FAIL)
@@ -299,13 +366,13 @@ class SavingsFormat(str, enum.Enum):
 
 @app.command()
 def savings(
-    inputs: List[Path] = typer.Argument(..., help="Receipt stores (SQLite), exported receipts (.jsonl), or the "
+    inputs: List[Path] = typer.Argument(..., metavar="INPUT...", help="Receipt stores (SQLite), exported receipts (.jsonl), or the "
                                         "JSON reports of admiss check on bundles with candidates (.json/.jsonl)."),
     config: Optional[Path] = typer.Option(
-        None, "--config", help="An admiss.toml whose [prices] estimate top-rung costs [default: in the working folder]."
+        None, "--config", metavar="FILE", help="An admiss.toml whose [prices] estimate top-rung costs [default: in the working folder]."
     ),
     fmt: SavingsFormat = typer.Option(SavingsFormat.text, "--format", "-f", help="Output format."),
-    html: Optional[Path] = typer.Option(None, "--html", help="Also write the figures with charts to this HTML file."),
+    html: Optional[Path] = typer.Option(None, "--html", metavar="FILE", help="Also write the figures with charts to this HTML file."),
 ) -> None:
     """Spend on models and gates, what the top rung alone would have cost, and the net saving.
 
@@ -353,14 +420,14 @@ def savings(
 
 @app.command()
 def serve(
-    rubric: Path = typer.Argument(..., help="A .rubric source or compiled IR .json with the CHAIN(s) to serve."),
-    chain: Optional[str] = typer.Option(None, "--chain", help="Serve only this CHAIN [default: every chain; "
+    rubric: Path = typer.Argument(..., metavar="RUBRIC", help="A .rubric source or compiled IR .json with the CHAIN(s) to serve."),
+    chain: Optional[str] = typer.Option(None, "--chain", metavar="NAME", help="Serve only this CHAIN [default: every chain; "
                                         "a request's \"model\" names its chain]."),
-    config: Optional[Path] = typer.Option(None, "--config", help="An admiss.toml (providers, prices, rung settings, "
+    config: Optional[Path] = typer.Option(None, "--config", metavar="FILE", help="An admiss.toml (providers, prices, rung settings, "
                                           "[serve]) [default: beside the rubric, else in the working folder]."),
-    host: str = typer.Option("127.0.0.1", "--host", help="The address to listen on."),
-    port: int = typer.Option(8000, "--port", min=0, max=65535, help="The port to listen on."),
-    store: Optional[Path] = typer.Option(None, "--store", help="The SQLite receipt store [default: [serve] store "
+    host: str = typer.Option("127.0.0.1", "--host", metavar="HOST", help="The address to listen on."),
+    port: int = typer.Option(8000, "--port", min=0, max=65535, metavar="PORT", help="The port to listen on."),
+    store: Optional[Path] = typer.Option(None, "--store", metavar="FILE", help="The SQLite receipt store [default: [serve] store "
                                          "of the config, else admiss-receipts.db]."),
 ) -> None:
     """Serve the rubric's chains as an OpenAI-compatible gateway that sends only verified
@@ -390,14 +457,15 @@ def serve(
     raise typer.Exit(run_gateway(routers, keys, host, port, first.config.serve.grace_s))
 
 
-receipts_app = typer.Typer(help="Read a receipt store written by admiss serve.", no_args_is_help=True)
+receipts_app = typer.Typer(help="Read a receipt store written by admiss serve.", no_args_is_help=True,
+                           cls=_PlainHelpGroup, context_settings={"help_option_names": ["-h", "--help"]})
 app.add_typer(receipts_app, name="receipts")
 
 
 @receipts_app.command("export")
 def receipts_export(
-    store: Path = typer.Argument(..., help="The SQLite receipt store."),
-    since: Optional[str] = typer.Option(None, "--since", help="Only receipts created at or after this ISO-8601 time "
+    store: Path = typer.Argument(..., metavar="STORE", help="The SQLite receipt store."),
+    since: Optional[str] = typer.Option(None, "--since", metavar="TIME", help="Only receipts created at or after this ISO-8601 time "
                                         "(a date, or a date and time; no zone means UTC)."),
 ) -> None:
     """Print receipts as JSON Lines, oldest first. Exit 2 when the store or --since is bad."""
@@ -420,4 +488,6 @@ def receipts_export(
 
 
 def main() -> None:
-    app()
+    # One name whichever way it is started (python -m admiss too): in usage lines, and in
+    # the _ADMISS_COMPLETE variable that shell completion sets.
+    app(prog_name="admiss")

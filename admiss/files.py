@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Iterator
@@ -20,21 +21,52 @@ def reading(path: Path | str) -> Iterator[None]:
         raise input_error(str(path), "no such file", hint="check the path") from None
     except IsADirectoryError:
         raise input_error(str(path), "is a folder, not a file") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, UnicodeError) as exc:  # UnicodeError: a path holding a lone surrogate, say
         raise input_error(str(path), f"cannot read: {exc}") from None
 
 
 def write_atomically(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` so readers see the old file or the whole new one, never half.
 
+    A symlink is written through (its target is replaced, the link stays). A regular file
+    keeps its mode (and, where allowed, its owner); a new one gets the mode the umask gives.
+    Anything that is not a regular file (a device such as /dev/null, a FIFO, a socket) is
+    written in place: renaming over it would replace the node itself for every other program.
     Concurrent writers each write their own temporary file; the last rename wins whole.
     """
-    folder = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    target = Path(os.path.realpath(path))
+    try:
+        existing = os.stat(target)
+    except FileNotFoundError:
+        existing = None
+    if existing is not None and not stat.S_ISREG(existing.st_mode):
+        with open(target, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        return
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
-        os.replace(tmp, path)
+            _keep_mode_and_owner(handle.fileno(), existing)
+        os.replace(tmp, target)
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+def _keep_mode_and_owner(fd: int, existing: os.stat_result | None) -> None:
+    # mkstemp makes the file 0600: give it the replaced file's mode, or a new file's usual one.
+    if existing is None:
+        os.fchmod(fd, 0o666 & ~_umask())
+        return
+    os.fchmod(fd, stat.S_IMODE(existing.st_mode))
+    if (existing.st_uid, existing.st_gid) != (os.getuid(), os.getgid()):
+        with contextlib.suppress(PermissionError):  # only root may give a file away
+            os.fchown(fd, existing.st_uid, existing.st_gid)
+
+
+def _umask() -> int:
+    # The umask can only be read by setting it; set it straight back.
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

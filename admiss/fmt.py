@@ -256,7 +256,9 @@ class _Printer:
 
     def comment(self, comment: Comment, trailing: bool, next_atom: _Atom | None, written_blank: bool) -> None:
         text = comment.text.rstrip()
-        if trailing:
+        # Two comments can end lines that the layout joins into one (`KINDS # a` then
+        # `receipt # b`): the first ends the joined line, the second gets a line of its own.
+        if trailing and self.current is not None:
             self.current += "  " + text
         else:
             indent = next_atom.comment_indent if next_atom is not None else 0

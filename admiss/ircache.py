@@ -6,13 +6,25 @@ bundle. The analysed IR of each rubric source is kept as JSON in the user's cach
 hash of the source text, its name, and the code that compiles it. Files are written
 atomically, so concurrent runs are safe; a file that cannot be read or does not hold IR for
 that key is ignored (and replaced). ``ADMISS_NO_CACHE=1`` turns the cache off.
+
+A cached IR decides what admiss admits, so an entry is trusted only with a valid HMAC-SHA256
+under a per-user secret key: 32 random bytes in ``secret.key`` in the cache folder, created
+0600. An entry planted or edited by anyone who cannot read that key (another user, a
+restored CI cache without it, a tool that rewrites files) fails the check and the rubric
+is compiled afresh. A MAC rather than a re-check against the source: the only way to check
+IR against its source is to compile the source, which is what the cache saves. A key file
+that is not a regular file of this user's, readable by no one else, is not trusted either:
+then nothing is read from or written to the cache. See docs/security.md.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
+import secrets
+import stat
 from pathlib import Path
 from typing import Callable
 
@@ -20,7 +32,9 @@ from admiss import __version__, ir
 
 # The modules whose code decides what IR a source compiles to: a change to any of them
 # (an editable install being worked on) must not be answered from the cache.
-_COMPILING_MODULES = ("ir.py", "lower.py", "analyze.py", "parser.py", "grammar/rubric.lark")
+_COMPILING_MODULES = ("ir.py", "lower.py", "analyze.py", "parser.py", "grammar/rubric.lark", "limits.py")
+_KEY_FILE = "secret.key"
+_KEY_BYTES = 32
 
 
 def cache_folder() -> Path | None:
@@ -58,33 +72,76 @@ def cache_key(text: str, name: str) -> str:
 def cached_ir(text: str, name: str, compile_source: Callable[[str, str], ir.Rubric]) -> ir.Rubric:
     """The IR of rubric source ``text`` (named ``name``): from the cache, else compiled and stored."""
     folder = cache_folder()
-    if folder is None:
+    secret = _secret(folder) if folder is not None else None
+    if secret is None:
         return compile_source(text, name)
     key = cache_key(text, name)
     path = folder / f"{key}.json"
-    found = _read(path, key)
+    found = _read(path, key, secret)
     if found is not None:
         return found
     rubric = compile_source(text, name)
-    _store(folder, path, key, rubric)
+    _store(path, key, rubric, secret)
     return rubric
 
 
-def _read(path: Path, key: str) -> ir.Rubric | None:
+def _mac(secret: bytes, key: str, ir_data: object) -> str:
+    canonical = json.dumps(ir_data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hmac.new(secret, f"{key}\0{canonical}".encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
+
+
+def _read(path: Path, key: str, secret: bytes) -> ir.Rubric | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        if data.get("key") != key:
+        if data.get("key") != key or not hmac.compare_digest(str(data.get("mac")), _mac(secret, key, data["ir"])):
             return None
         return ir.from_dict(data["ir"])
-    except Exception:  # missing, unreadable or not our IR: compile instead
+    except Exception:  # missing, unreadable, not our IR or not signed by us: compile instead
         return None
 
 
-def _store(folder: Path, path: Path, key: str, rubric: ir.Rubric) -> None:
+def _store(path: Path, key: str, rubric: ir.Rubric, secret: bytes) -> None:
     from admiss.files import write_atomically
 
+    ir_data = ir.to_dict(rubric)
+    entry = {"key": key, "mac": _mac(secret, key, ir_data), "ir": ir_data}
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        write_atomically(path, json.dumps({"key": key, "ir": ir.to_dict(rubric)}, ensure_ascii=False))
+        write_atomically(path, json.dumps(entry, ensure_ascii=False))
     except OSError:  # a read-only or full disk only costs the next run a compile
         pass
+
+
+def _secret(folder: Path) -> bytes | None:
+    """This user's cache key, made on first use; None when there is none to trust."""
+    path = folder / _KEY_FILE
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if not os.path.lexists(path):
+            _create_secret(folder, path)
+        return _trusted_secret(path)
+    except OSError:
+        return None
+
+
+def _create_secret(folder: Path, path: Path) -> None:
+    # Written whole to a private temporary file, then linked into place: a concurrent run
+    # sees no key or the whole key, and the first link wins.
+    tmp = folder / f".{_KEY_FILE}.{os.getpid()}.{secrets.token_hex(4)}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(secrets.token_bytes(_KEY_BYTES))
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+    finally:
+        os.unlink(tmp)
+
+
+def _trusted_secret(path: Path) -> bytes | None:
+    info = os.lstat(path)
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
+        return None
+    secret = path.read_bytes()
+    return secret if len(secret) == _KEY_BYTES else None

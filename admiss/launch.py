@@ -108,7 +108,9 @@ def terminate_cleanly() -> Iterator[None]:
 
 
 def main() -> None:
-    parsed = quick_check_arguments(sys.argv[1:])
+    # Shell completion runs the command with _ADMISS_COMPLETE set: typer answers it.
+    completing = any(name.startswith("_ADMISS_COMPLETE") for name in os.environ)
+    parsed = None if completing else quick_check_arguments(sys.argv[1:])
     if parsed is None:
         from admiss.cli import main as typer_main
 

@@ -12,6 +12,7 @@ from pathlib import PurePath
 
 from admiss import ir
 from admiss.errors import Diagnostic
+from admiss.limits import MAX_WHOLE_NUMBER_DIGITS
 from admiss.parser import Token, Tree
 from admiss.source import Span
 
@@ -225,8 +226,11 @@ class _Lowering:
 
 
 def _number(token: Token) -> int | float:
-    # Counts stay as written here; analysis says when one is not a whole number.
-    return int(token) if "." not in token else float(token)
+    # Counts stay as written here; analysis says when one is not a whole number or is out
+    # of bounds. A long run of digits becomes a float, which no length can make fail.
+    if "." in token or len(token) > MAX_WHOLE_NUMBER_DIGITS:
+        return float(token)
+    return int(token)
 
 
 _STRING_OPTIONS = {"file": "file", "model": "model", "judge_rubric": "rubric", "meaning": "meaning_model"}

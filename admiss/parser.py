@@ -84,6 +84,8 @@ def parse_with_comments(source: Source) -> tuple[Tree, tuple[Comment, ...]]:
 
 
 def _word(terminal: str) -> str:
+    # Keyword terminals are named _KEYWORD so the tree drops them; a message says KEYWORD.
+    terminal = terminal.lstrip("_") if terminal[1:].isupper() else terminal
     if terminal in _TERMINAL_WORDS:
         return _TERMINAL_WORDS[terminal]
     return terminal if terminal.isupper() and terminal.isalpha() else terminal.lower()

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterable, Iterator, NamedTuple
 
 from admiss.api import load, read_text
-from admiss.bundle import parse_bundle_text, validate_bundle
+from admiss.bundle import parse_bundle_text, rubric_path, validate_bundle
 from admiss.collector import freeze_long_lived
 from admiss.errors import AdmissError, BundleError, Diagnostic, input_error
 from admiss.files import reading
@@ -41,6 +41,8 @@ from admiss.source import Source, Span
 from admiss.traces.input import is_trace
 
 EXIT_PASS, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
+# The bundle path that means standard input (read as JSON Lines).
+STDIN = "-"
 # Progress is redrawn after this many bundles, so drawing never costs more than checking.
 PROGRESS_EVERY = 500
 
@@ -190,7 +192,7 @@ class CheckRun:
         # Check the bundle's shape first, so a bad "rubric" field is named as such.
         validate_bundle(bundle, name)
         if isinstance(bundle.get("rubric"), str):
-            return self.rubric_at(Path(path).parent / bundle["rubric"])
+            return self.rubric_at(rubric_path(path, bundle["rubric"], name))
         raise input_error(name, "no rubric to check against",
                           hint='pass --rubric FILE, or give the bundle a "rubric" field (a path relative to it)',
                           code="E002")
@@ -266,16 +268,24 @@ def units_of(paths: Iterable[Path]) -> Iterator[Unit | AdmissError]:
 
 
 def _units_in(path: Path) -> Iterator[Unit]:
+    if str(path) == STDIN:  # JSON Lines as they arrive, each bundle named <stdin>:line
+        with reading("<stdin>"):
+            yield from _lines("<stdin>", sys.stdin.buffer)
+        return
     if path.suffix != ".jsonl":
         yield str(path), 0, read_text(path)
         return
     name = str(path)
-    found = False
     with reading(path), path.open("rb") as lines:
-        for number, line in enumerate(lines, start=1):
-            if line.strip():
-                found = True
-                yield name, number, line
+        yield from _lines(name, lines)
+
+
+def _lines(name: str, lines: Iterable[bytes]) -> Iterator[Unit]:
+    found = False
+    for number, line in enumerate(lines, start=1):
+        if line.strip():
+            found = True
+            yield name, number, line
     if not found:
         raise no_bundles(name)
 
@@ -303,6 +313,14 @@ class _Writer:
         self.gap = run.options.fmt == "text"
         self.printed = 1 if gap_first else 0
         self.counts = {"pass": 0, "fail": 0, "error": 0}
+        self._rich = None
+
+    def rich_writer(self):
+        if self._rich is None:
+            from admiss.report.rich import ReportWriter
+
+            self._rich = ReportWriter()
+        return self._rich
 
     def write(self, outcome: Outcome) -> None:
         shown, error, code, verdict = outcome
@@ -312,9 +330,7 @@ class _Writer:
             self.err.write(error + "\n")
         if shown is not None:
             if self.run.options.fmt == "rich":
-                from admiss.report.rich import print_report
-
-                print_report(shown)
+                self.rich_writer().write(shown)
             else:
                 if self.printed and self.gap:
                     self.out.write(b"\n")
@@ -332,7 +348,7 @@ class _Writer:
 
 def run_check(paths: list[Path], options: CheckOptions) -> int:
     """``admiss check``: every bundle in ``paths`` checked and reported; the exit code."""
-    many = len(paths) > 1 or any(p.suffix == ".jsonl" for p in paths)
+    many = len(paths) > 1 or any(p.suffix == ".jsonl" or str(p) == STDIN for p in paths)
     try:
         run = CheckRun(options, many)
     except AdmissError as error:
@@ -400,6 +416,8 @@ def import_traces(rubric, paths: list[Path], trace_format: str | None) -> int:
 
 
 def _regular_file(path: Path) -> bool:
+    if str(path) == STDIN:
+        return False
     try:
         return stat.S_ISREG(path.stat().st_mode)
     except OSError:

@@ -43,15 +43,26 @@ class Comment:
 NO_SPAN = Span(0, 0, 0, 0)
 
 
+# A snippet shows at most this many characters of its line, around the column it points at:
+# a one-line bundle of megabytes must not be printed whole under each error.
+SNIPPET_WIDTH = 160
+
+
 @attrs.frozen
 class Source:
     """A named text, kept so diagnostics can quote the offending line."""
 
     name: str
     text: str = attrs.field(repr=False)
+    # The text split into lines, made on first use and kept: rendering N diagnostics of one
+    # source must split it once, not N times.
+    _lines: list[str] | None = attrs.field(default=None, init=False, eq=False, repr=False)
 
     def line_text(self, line: int) -> str:
-        lines = self.text.splitlines()
+        lines = self._lines
+        if lines is None:
+            lines = self.text.splitlines()
+            object.__setattr__(self, "_lines", lines)
         return lines[line - 1] if 1 <= line <= len(lines) else ""
 
     def snippet(self, span: Span) -> str:
@@ -63,4 +74,14 @@ class Source:
             width = span.end_column - span.column
         else:
             width = max(1, len(text) - span.column + 1)
-        return f"  {text}\n  {' ' * (span.column - 1)}{'^' * max(1, width)}"
+        start = _window_start(len(text), span.column)
+        shown = text[start:start + SNIPPET_WIDTH]
+        width = max(1, min(width, SNIPPET_WIDTH - (span.column - 1 - start)))
+        return f"  {shown}\n  {' ' * (span.column - 1 - start)}{'^' * width}"
+
+
+def _window_start(length: int, column: int) -> int:
+    """Where a snippet of a line ``length`` long starts so that ``column`` shows."""
+    if length <= SNIPPET_WIDTH or column <= SNIPPET_WIDTH // 2:
+        return 0
+    return min(column - 1 - SNIPPET_WIDTH // 4, max(0, length - SNIPPET_WIDTH))

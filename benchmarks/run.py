@@ -14,8 +14,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import (  # noqa: E402
-    bench_batch, bench_compile, bench_gateway, bench_inprocess, bench_peers, bench_ray, bench_rung, bench_startup,
-    bench_trace_read, bench_traces,
+    bench_batch, bench_compile, bench_gateway, bench_inprocess, bench_parse, bench_peers, bench_ray, bench_rich,
+    bench_rung, bench_startup, bench_trace_read, bench_traces,
 )
 from benchmarks.settings import settings_for  # noqa: E402
 
@@ -30,6 +30,8 @@ SECTIONS = {
     "trace_read": bench_trace_read.run,
     "traces": bench_traces.run,
     "gateway": bench_gateway.run,
+    "rich": bench_rich.run,
+    "parse": bench_parse.run,
 }
 
 

@@ -15,6 +15,13 @@ def _private_ir_cache(tmp_path_factory):
     os.environ["ADMISS_CACHE_DIR"] = str(tmp_path_factory.mktemp("ir-cache"))
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _interpreter_on_path():
+    """Rubrics here name `python` in CMD, and compiling checks the program is on PATH (E120):
+    the interpreter running the tests comes first on PATH, as in an activated virtualenv."""
+    os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+
+
 class Ran:
     def __init__(self, proc: subprocess.CompletedProcess):
         self.code = proc.returncode

@@ -99,3 +99,13 @@ def test_a_file_that_does_not_parse_is_an_error():
     with pytest.raises(RubricSyntaxError) as caught:
         format_source("PROPERTY p {\n", "bad.rubric")
     assert caught.value.diagnostics[0].code == "E100"
+
+
+def test_two_comments_on_lines_the_layout_joins_both_survive():
+    # `KINDS # a` then `receipt # b` become one line: the second comment gets its own line.
+    from admiss.fmt import format_source
+
+    text = "KINDS # before the names\n  receipt # after a name\nPROPERTY p { ADMIT # nothing yet\n  receipt }\n"
+    formatted = format_source(text, "c.rubric")
+    assert "KINDS receipt  # before the names\n" in formatted and "\n# after a name\n" in formatted
+    assert format_source(formatted, "c.rubric") == formatted

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -282,7 +283,15 @@ def _cli_compile(path: Path) -> bytes:
 
 
 @pytest.fixture
-def rubric_files(tmp_path) -> dict[str, Path]:
+def rubric_files(tmp_path, monkeypatch) -> dict[str, Path]:
+    # Compiling a file checks that its gates' files and programs exist: give them some.
+    (tmp_path / "answer.schema.json").write_text("{}", encoding="utf-8")
+    programs = tmp_path / "bin"
+    programs.mkdir()
+    for program in ("python", "a"):
+        (programs / program).write_text("#!/bin/sh\n", encoding="utf-8")
+        (programs / program).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{programs}:{os.environ.get('PATH', '')}")
     files = {}
     for name, text in SOURCES.items():
         files[name] = tmp_path / name

@@ -1,6 +1,6 @@
 """The code table: every lint rule's stable code, module and default severity.
 
-Codes are never reused or renumbered. Compile errors (E100-E117) keep their own codes and
+Codes are never reused or renumbered. Compile errors (E100-E120) keep their own codes and
 are not in this table: they are not rules and cannot be selected, ignored or suppressed.
 """
 
@@ -32,6 +32,7 @@ from admiss.lint.rules import (
     property_admits_nothing,
     property_unused_by_chains,
     repeated_list_entry,
+    rung_serves_without_gated_property,
     shortcut_never_matches,
     subprocess_without_timeout,
     tone_instruction,
@@ -90,6 +91,7 @@ RULES = (
     Rule("ADM019", property_admits_nothing, "warning"),
     Rule("ADM020", repeated_list_entry, "warning"),
     Rule("ADM021", permissive_threshold, "warning"),
+    Rule("ADM022", rung_serves_without_gated_property, "warning"),
     Rule("ADM030", map_kind_unused, "warning"),
     Rule("ADM031", map_rule_shadowed, "warning"),
     Rule("ADM032", map_admits_every_tool_call, "error"),

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from admiss.analyze import missing_gate_files
 from admiss.api import compile_problems
 from admiss.errors import Diagnostic, RubricSyntaxError
 from admiss.lint.codes import ALL_RULES, RULES, UNUSED_SUPPRESSION, Rule
@@ -20,11 +23,13 @@ def _position(diagnostic: Diagnostic) -> tuple[int, int, str]:
     return diagnostic.span.line, diagnostic.span.column, diagnostic.code
 
 
-def lint_source(text: str, name: str = "<string>", config: LintConfig = LintConfig()) -> list[Diagnostic]:
+def lint_source(text: str, name: str = "<string>", config: LintConfig = LintConfig(),
+                folder: Path | None = None) -> list[Diagnostic]:
     """Every problem in rubric source ``text``, sorted by position.
 
     A syntax error is reported alone (nothing after it can be read). Other compile errors
     are reported with their own codes, and the rules still run on the IR lowering built.
+    With ``folder`` (the rubric file's), gate files and programs are checked to exist there.
     """
     source = Source(name, text)
     try:
@@ -32,6 +37,8 @@ def lint_source(text: str, name: str = "<string>", config: LintConfig = LintConf
     except RubricSyntaxError as error:
         return list(error.diagnostics)
     rubric, problems = compile_problems(tree, source)
+    if folder is not None:
+        problems = problems + missing_gate_files(rubric, folder, name)
     found = [_diagnostic(rule, finding, name)
              for rule in RULES if config.enabled(rule.code) for finding in rule.module.check(rubric)]
     kept, unused = _apply_suppressions(found, suppressions(source, comments), config, name)

@@ -1,6 +1,11 @@
 """The terminal view: verdicts coloured, evidence and exclusions in tables.
 
 The only module that imports rich, and only when a report is drawn.
+
+Drawing a report's panels and tables costs about 40 times writing its text report, so a
+batch shows full reports for its first SUMMARY_AFTER bundles and then one line per bundle
+(its name, verdict and missing-evidence count), written as precomputed styled strings
+with a single console; the full reports are a --format text or json run away.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from admiss.report.text import OFFLINE_LINE
+from admiss.report.text import OFFLINE_LINE, printable
 
 if TYPE_CHECKING:
     from admiss.cascade import ChainResult
@@ -46,11 +51,11 @@ def _evidence_table(result: "PropertyResult") -> Table:
     table.add_column("outcome")
     table.add_column("clause", style="dim")
     for detail in result.evidence:
-        table.add_row(detail, Text("admitted", style="green"), "")
+        table.add_row(printable(detail), Text("admitted", style="green"), "")
     for item, exclusion in result.excluded:
         clause = exclusion.clause
         where = f"line {clause['line']}: {clause['keyword']} {clause['value'] or ''}".rstrip()
-        table.add_row(item["detail"], Text(exclusion.reason, style="red"), where)
+        table.add_row(printable(item["detail"]), Text(exclusion.reason, style="red"), where)
     if not result.evidence and not result.excluded:
         table.add_row(Text("no evidence offered", style="dim"), "", "")
     return table
@@ -75,14 +80,14 @@ def chain_table(chain: "ChainResult") -> Table:
                 shown = Text.assemble(shown, " → ", _verdict(gate.effective))
             score = "" if gate.score is None else f"{gate.score:.2f}"
             table.add_row("", gate.gate, shown, score, f"{gate.gate_cost_usd:.6f}", f"{gate.duration_ms:.0f}",
-                          gate.reason, end_section=i == len(rung.gates) - 1)
+                          printable(gate.reason), end_section=i == len(rung.gates) - 1)
     return table
 
 
 def print_report(report: "ReportData", console: Console | None = None) -> None:
     console = console or Console()
     if report.bundle_name:
-        console.rule(report.bundle_name)
+        console.rule(printable(report.bundle_name))
     if report.chain is not None and report.chain.offline:
         console.print(Panel(Text(OFFLINE_LINE, style="bold yellow"), title="OFFLINE", title_align="left",
                             border_style="yellow"))
@@ -97,6 +102,45 @@ def print_report(report: "ReportData", console: Console | None = None) -> None:
             "served: ", chain.served or Text("none (exhausted)", style="bold red"),
             f"   model spend ${chain.model_cost_usd:.6f}   gate spend ${chain.gate_cost_usd:.6f}   verdict: ",
             _verdict(report.verdict)))
+
+
+# Full reports a batch draws before it switches to one line per bundle.
+SUMMARY_AFTER = 20
+
+
+class ReportWriter:
+    """Draws the reports of one run on one console: in full for the first SUMMARY_AFTER,
+    then as one precomputed styled line each."""
+
+    def __init__(self, console: Console | None = None):
+        self.console = console or Console()
+        self.drawn = 0
+        self._styled: dict[str, str] = {}
+
+    def write(self, report: "CheckReport") -> None:
+        if self.drawn < SUMMARY_AFTER:
+            print_report(report, self.console)
+        else:
+            if self.drawn == SUMMARY_AFTER:
+                self.console.print(Text(f"(after {SUMMARY_AFTER} reports, one line per bundle; "
+                                        "--format text shows every report in full)", style="dim"))
+            self.console.file.write(self.summary_line(report))
+        self.drawn += 1
+
+    def summary_line(self, report: "CheckReport") -> str:
+        return (f"{self.styled(report.verdict)} {printable(report.bundle_name or '<bundle>')}"
+                f"  missing evidence: {report.missing_evidence_count}\n")
+
+    def styled(self, verdict: str) -> str:
+        """``verdict`` in its colour as the console writes it (plain when it has no colour)."""
+        if verdict not in self._styled:
+            with self.console.capture() as captured:
+                self.console.print(_verdict(f"{verdict:<4}"), end="")
+            self._styled[verdict] = captured.get()
+        return self._styled[verdict]
+
+    def flush(self) -> None:
+        self.console.file.flush()
 
 
 class BatchProgress:

@@ -7,6 +7,7 @@ directly after the last block.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from admiss.compiler import VERDICT_OF_RATIONALE
@@ -71,7 +72,23 @@ def chain_lines(chain: "ChainResult") -> list[str]:
     return lines
 
 
+# A lone surrogate (JSON allows "\ud800") cannot be encoded as UTF-8, so no stream could
+# print it: the report shows it as the escape it was written as.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    """``text`` with each lone surrogate written as its ``\\uXXXX`` escape."""
+    if text.isascii() or _LONE_SURROGATE.search(text) is None:
+        return text
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def report_text(report: "ReportData") -> str:
+    return printable(_report_text(report))
+
+
+def _report_text(report: "ReportData") -> str:
     blocks = [property_block(r) for r in report.properties]
     tail = f"aggregate: {report.aggregate}\nmissing_evidence_count: {report.missing_evidence_count}"
     text = "\n\n".join(blocks) + "\n" + tail if blocks else tail

@@ -48,7 +48,8 @@ def replay(admiss_cli, tmp_path):
     config.write_text(f'[providers.openai]\nbase_url = "{judge.url}"\n\n'
                       "[gates]\nsubprocess_usd_per_second = 0.02\n", encoding="utf-8")
     try:
-        ran = admiss_cli("check", "--format", "json", "--config", config, *BUNDLES)
+        ran = admiss_cli("check", "--format", "json", "--config", config, "--rubric",
+                         ROOT / "rubrics" / "sec_filings_serve.rubric", *BUNDLES)
     finally:
         judge.stop()
     assert ran.code == 1, ran.err  # exhausted.json fails
@@ -91,7 +92,12 @@ def test_replay_of_the_shipped_bundles_figures_recomputed_by_hand(admiss_cli, re
         assert rungs[name]["model_cost_usd"] == pytest.approx(
             sum(r["cost_usd"] for report in reports for r in report["chain"]["rungs"] if r["rung"] == name))
     subprocess_gate = next(g for g in rungs["strong"]["gates"] if g["gate"] == "subprocess")
-    assert subprocess_gate["runs"] == 2 and subprocess_gate["pass"] == 1 and subprocess_gate["fail"] == 1
+    # By hand: the strong rung's subprocess gate ran where no cheaper gate failed first.
+    verdicts = [g["verdict"] for report in reports for r in report["chain"]["rungs"] if r["rung"] == "strong"
+                for g in r["gates"] if g["gate"] == "subprocess" and g["verdict"] != "skipped"]
+    assert verdicts  # the replay runs the subprocess gate at least once, or this proves nothing
+    assert (subprocess_gate["runs"], subprocess_gate["pass"], subprocess_gate["fail"]) == (
+        len(verdicts), verdicts.count("pass"), verdicts.count("fail"))
     assert subprocess_gate["gate_cost_usd"] == pytest.approx(gate)  # the only priced gate
 
     text = admiss_cli("savings", path)

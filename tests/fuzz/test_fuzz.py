@@ -1,0 +1,161 @@
+"""Fuzz targets: hostile bytes in, a report or an AdmissError out, never anything else.
+
+Each target is a row of TARGETS: a name, the corpus folder its seeds come from, and a
+function that takes raw bytes and must either return or raise an AdmissError. Inputs are
+seeds from tests/fuzz/corpus/<folder>, mutated byte by byte, or bytes from scratch. A new
+input kind (traces, say) is a corpus folder and one more row.
+
+Each target runs a bounded number of examples with no per-example deadline, so the whole
+module stays well under 30 s on a shared machine; run longer locally with
+ADMISS_FUZZ_EXAMPLES=5000.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Callable, NamedTuple
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import admiss
+from admiss.bundle import parse_bundle_text
+from admiss.errors import AdmissError
+
+CORPUS = Path(__file__).parent / "corpus"
+EXAMPLES = int(os.environ.get("ADMISS_FUZZ_EXAMPLES", "120"))
+# The rubric bundles are checked against: every construct that runs without a network.
+RUBRIC_FILE = CORPUS / "rubrics" / "chain.rubric"
+
+
+def seeds(folder: str) -> list[bytes]:
+    return [p.read_bytes() for p in sorted((CORPUS / folder).iterdir()) if p.is_file()]
+
+
+@st.composite
+def mutated(draw, corpus: list[bytes]) -> bytes:
+    """A corpus seed with a few bytes inserted, deleted or overwritten, or raw bytes."""
+    if draw(st.integers(0, 9)) == 0:
+        return draw(st.binary(max_size=300))
+    data = bytearray(draw(st.sampled_from(corpus)))
+    interesting = st.sampled_from([b"\x00", b"\xff", b"\xed\xa0\x80", b'"', b"\\", b"\\ud800", b"{", b"}", b"[",
+                                   b"]", b",", b":", b"9" * 40, b"-", b"1e999", b"\n", b"NaN", b"#", b"K",
+                                   b"WINDOW 9", b"PROPERTY", b"ADMIT", b"\xc3\xa9"])
+    for _ in range(draw(st.integers(1, 6))):
+        at = draw(st.integers(0, len(data)))
+        action = draw(st.integers(0, 2))
+        if action == 0:
+            data[at:at] = draw(interesting | st.binary(min_size=1, max_size=4))
+        elif action == 1:
+            del data[at:at + draw(st.integers(1, 8))]
+        else:
+            data[at:at + 1] = draw(st.binary(min_size=1, max_size=1))
+    return bytes(data)
+
+
+# ---------------------------------------------------------------- targets
+
+_rubric = None
+
+
+def _loaded_rubric():
+    global _rubric
+    if _rubric is None:
+        _rubric = admiss.load(RUBRIC_FILE)
+    return _rubric
+
+
+def bundle_through_api(data: bytes) -> None:
+    report = _loaded_rubric().check(parse_bundle_text(data, "<fuzz>"))
+    assert report.verdict in ("pass", "fail")
+    report.to_text().encode("utf-8")
+    report.to_dict()
+
+
+def _check_in_process(data: bytes, fixed_rubric: bool) -> None:
+    """``admiss check --format text bundle.json`` in this process (with ``--rubric R``, or by
+    the bundle's own rubric field with R beside it), with a stdout that encodes strictly
+    like a real one."""
+    from admiss.runner import CheckOptions, run_check
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "bundle.json"
+        path.write_bytes(data)
+        (Path(folder) / RUBRIC_FILE.name).write_bytes(RUBRIC_FILE.read_bytes())
+        stdout, stderr = sys.stdout, sys.stderr
+        sys.stdout = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+        sys.stderr = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="backslashreplace")
+        try:
+            code = run_check([path], CheckOptions(RUBRIC_FILE if fixed_rubric else None, "text"))
+        finally:
+            sys.stdout, sys.stderr = stdout, stderr
+    assert code in (0, 1, 2)
+
+
+def bundle_through_cli(data: bytes) -> None:
+    _check_in_process(data, fixed_rubric=True)
+
+
+def bundle_naming_its_rubric(data: bytes) -> None:
+    _check_in_process(data, fixed_rubric=False)
+
+
+def rubric_source(data: bytes) -> None:
+    from admiss.fmt import format_source
+    from admiss.lint import lint_source
+
+    text = data.decode("utf-8", "replace")
+    for step in (lambda: admiss.compile_source(text, "fuzz.rubric"), lambda: lint_source(text, "fuzz.rubric"),
+                 lambda: format_source(text, "fuzz.rubric")):
+        try:
+            step()
+        except AdmissError as error:
+            error.render().encode("utf-8", "backslashreplace")
+
+
+class Target(NamedTuple):
+    name: str
+    corpus: str
+    run: Callable[[bytes], None]
+
+
+TARGETS = [
+    Target("bundle-api", "bundles", bundle_through_api),
+    Target("bundle-cli", "bundles", bundle_through_cli),
+    Target("bundle-cli-own-rubric", "bundles", bundle_naming_its_rubric),
+    Target("rubric", "rubrics", rubric_source),
+]
+
+
+@pytest.fixture(autouse=True)
+def _no_config_beside_the_run(tmp_path, monkeypatch):
+    # Gates read admiss.toml from the working folder: fuzz where there is none.
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=[t.name for t in TARGETS])
+def test_the_corpus_seeds_give_a_report_or_an_admiss_error(target):
+    for data in seeds(target.corpus):
+        _run_expecting_admiss_errors_only(target, data)
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=[t.name for t in TARGETS])
+def test_mutated_inputs_give_a_report_or_an_admiss_error(target):
+    @settings(max_examples=EXAMPLES, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck), derandomize=False)
+    @given(mutated(seeds(target.corpus)))
+    def run(data: bytes) -> None:
+        _run_expecting_admiss_errors_only(target, data)
+
+    run()
+
+
+def _run_expecting_admiss_errors_only(target: Target, data: bytes) -> None:
+    try:
+        target.run(data)
+    except AdmissError as error:
+        assert error.diagnostics and all(d.code for d in error.diagnostics)

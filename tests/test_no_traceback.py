@@ -27,6 +27,9 @@ RUNS = {
     "check every file by its own rubric field": ["check", "-f", "text", *FIXTURES],
     "check every file against the corpus rubric": ["check", "-f", "text", "--rubric", CORPUS_RUBRIC, *FIXTURES],
     "check every file in the rich format": ["check", "-f", "rich", "--rubric", CORPUS_RUBRIC, *FIXTURES],
+    "check every file in the JSON format": ["check", "-f", "json", "--rubric", CORPUS_RUBRIC, *FIXTURES],
+    "check every file in the full JSON format": ["check", "-f", "json", "--report", "full", "--rubric",
+                                                 CORPUS_RUBRIC, *FIXTURES],
     **{f"each corpus bundle as a rubric: {p.name}": ["check", "-f", "text", "--rubric", p, CORPUS_BUNDLES[0]]
        for p in CORPUS_BUNDLES},
     **{f"compile {p.relative_to(TESTS)}": ["compile", p] for p in sorted((TESTS / "fuzz" / "corpus").rglob("*.*"))},

@@ -25,6 +25,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import admiss
 from admiss.bundle import parse_bundle_text
 from admiss.errors import AdmissError
+from admiss.jsonio import dumps_line
 
 CORPUS = Path(__file__).parent / "corpus"
 EXAMPLES = int(os.environ.get("ADMISS_FUZZ_EXAMPLES", "120"))
@@ -73,7 +74,9 @@ def bundle_through_api(data: bytes) -> None:
     report = _loaded_rubric().check(parse_bundle_text(data, "<fuzz>"))
     assert report.verdict in ("pass", "fail")
     report.to_text().encode("utf-8")
-    report.to_dict()
+    # Both JSON shapes must be writable, whatever strings the bundle brought.
+    dumps_line(report.to_dict())
+    dumps_line(report.to_dict(full=True))
 
 
 def _check_in_process(data: bytes, fixed_rubric: bool) -> None:

@@ -17,12 +17,13 @@ from admiss.source import Source, Span
 
 _EVIDENCE_FIELDS = ("kind", "detail", "source_label")
 _EVIDENCE_HINT = "each evidence item needs string fields kind, detail and source_label"
-_TYPE_WORDS = {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
+TYPE_WORDS = {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
                int: "a number", float: "a number", type(None): "null"}
 
 
-def _type_word(value: Any) -> str:
-    return _TYPE_WORDS.get(type(value), type(value).__name__)
+def type_word(value: Any) -> str:
+    """How a message names the JSON type of ``value`` ("an object", "a string", ...)."""
+    return TYPE_WORDS.get(type(value), type(value).__name__)
 
 
 class _LongInteger(Exception):
@@ -224,13 +225,13 @@ def _located(name: str, text: str | bytes, line_offset: int, line: int, column: 
 def _shape_problems(bundle: Any) -> Iterator[tuple[str, str, str | None]]:
     """(path, problem, hint) for every way ``bundle`` breaks the bundle rules."""
     if not isinstance(bundle, dict):
-        yield "$", f"a bundle must be a JSON object, not {_type_word(bundle)}", None
+        yield "$", f"a bundle must be a JSON object, not {type_word(bundle)}", None
         return
     for key in ("rubric", "prompt", "model", "output"):
         if key in bundle and not isinstance(bundle[key], str) and not (key == "output" and bundle[key] is None):
-            yield key, f"must be a string, not {_type_word(bundle[key])}", None
+            yield key, f"must be a string, not {type_word(bundle[key])}", None
     if "meta" in bundle and not isinstance(bundle["meta"], dict):
-        yield "meta", f"must be an object, not {_type_word(bundle['meta'])}", None
+        yield "meta", f"must be an object, not {type_word(bundle['meta'])}", None
     yield from _string_list_problems(bundle, "samples", "samples")
     yield from _evidence_problems(bundle.get("evidence", []), "evidence")
     yield from _candidates_problems(bundle.get("candidates", []))
@@ -241,48 +242,48 @@ def _string_list_problems(holder: dict, key: str, path: str) -> Iterator[tuple[s
         return
     values = holder[key]
     if not isinstance(values, list):
-        yield path, f"must be an array of strings, not {_type_word(values)}", None
+        yield path, f"must be an array of strings, not {type_word(values)}", None
         return
     for i, value in enumerate(values):
         if not isinstance(value, str):
-            yield f"{path}[{i}]", f"must be a string, not {_type_word(value)}", None
+            yield f"{path}[{i}]", f"must be a string, not {type_word(value)}", None
 
 
 def _evidence_problems(items: Any, path: str) -> Iterator[tuple[str, str, str | None]]:
     if not isinstance(items, list):
-        yield path, f"must be an array, not {_type_word(items)}", None
+        yield path, f"must be an array, not {type_word(items)}", None
         return
     for i, item in enumerate(items):
         where = f"{path}[{i}]"
         if not isinstance(item, dict):
-            yield where, f"must be an object, not {_type_word(item)}", _EVIDENCE_HINT
+            yield where, f"must be an object, not {type_word(item)}", _EVIDENCE_HINT
             continue
         for field in _EVIDENCE_FIELDS:
             if field not in item:
                 yield f"{where}.{field}", "missing", _EVIDENCE_HINT
             elif not isinstance(item[field], str):
-                yield f"{where}.{field}", f"must be a string, not {_type_word(item[field])}", _EVIDENCE_HINT
+                yield f"{where}.{field}", f"must be a string, not {type_word(item[field])}", _EVIDENCE_HINT
         if "property" in item and not isinstance(item["property"], str):
-            yield f"{where}.property", f"must be a string, not {_type_word(item['property'])}", None
+            yield f"{where}.property", f"must be a string, not {type_word(item['property'])}", None
 
 
 def _candidates_problems(candidates: Any) -> Iterator[tuple[str, str, str | None]]:
     if not isinstance(candidates, list):
-        yield "candidates", f"must be an array, not {_type_word(candidates)}", None
+        yield "candidates", f"must be an array, not {type_word(candidates)}", None
         return
     for i, cand in enumerate(candidates):
         where = f"candidates[{i}]"
         if not isinstance(cand, dict):
-            yield where, f"must be an object, not {_type_word(cand)}", None
+            yield where, f"must be an object, not {type_word(cand)}", None
             continue
         if not isinstance(cand.get("rung"), str):
             yield f"{where}.rung", "missing" if "rung" not in cand else "must be a string", \
                 "a candidate names the RUNG it answers for"
         for key in ("model",):
             if key in cand and not isinstance(cand[key], str):
-                yield f"{where}.{key}", f"must be a string, not {_type_word(cand[key])}", None
+                yield f"{where}.{key}", f"must be a string, not {type_word(cand[key])}", None
         if "output" in cand and not isinstance(cand["output"], (str, type(None))):
-            yield f"{where}.output", f"must be a string, not {_type_word(cand['output'])}", None
+            yield f"{where}.output", f"must be a string, not {type_word(cand['output'])}", None
         cost = cand.get("cost_usd", 0)
         if isinstance(cost, bool) or not isinstance(cost, (int, float)) or not math.isfinite(cost) or cost < 0:
             yield f"{where}.cost_usd", "must be a number >= 0", None

@@ -24,7 +24,7 @@ from typing import Any, Iterable, Iterator
 
 import attrs
 
-from admiss.bundle import _type_word
+from admiss.bundle import type_word
 from admiss.config import Config
 from admiss.errors import AdmissError, Diagnostic, InputError
 from admiss.files import reading
@@ -108,13 +108,13 @@ def _field(record: dict, key: str, path: str) -> Any:
 
 def _object(value: Any, path: str) -> dict:
     if not isinstance(value, dict):
-        raise _Bad(path, f"must be an object, not {_type_word(value)}")
+        raise _Bad(path, f"must be an object, not {type_word(value)}")
     return value
 
 
 def _array(value: Any, path: str) -> list:
     if not isinstance(value, list):
-        raise _Bad(path, f"must be an array, not {_type_word(value)}")
+        raise _Bad(path, f"must be an array, not {type_word(value)}")
     return value
 
 
@@ -122,7 +122,7 @@ def _string(value: Any, path: str, nullable: bool = False) -> str | None:
     if value is None and nullable:
         return None
     if not isinstance(value, str):
-        raise _Bad(path, f"must be a string{' or null' if nullable else ''}, not {_type_word(value)}")
+        raise _Bad(path, f"must be a string{' or null' if nullable else ''}, not {type_word(value)}")
     return value
 
 
@@ -248,7 +248,7 @@ def _usage(usage: Any) -> list[dict]:
 def request_of(record: Any, config: Config) -> Request:
     """The Request a receipt body or a check report tells; _Bad when it is neither."""
     if not isinstance(record, dict):
-        raise _Bad("$", f"must be a receipt or a check report (an object), not {_type_word(record)}", "E172")
+        raise _Bad("$", f"must be a receipt or a check report (an object), not {type_word(record)}", "E172")
     if "chain" not in record:
         if "verdict" in record:
             raise _Bad("chain", "missing: this check report has no chain; check the bundles with a rubric "

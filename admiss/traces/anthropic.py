@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from admiss.traces.build import Steps, fail, field, result_value, short, type_word, typed
+from admiss.traces.build import Mismatch, Steps, fail, field, message_dicts, result_value, short, type_word, typed
 from admiss.traces.steps import ASSISTANT_TEXT, REASONING, SYSTEM, USER, Step, StepRef, Trace
 
 NAME = "anthropic"
@@ -24,24 +24,14 @@ _TEXT_TYPES = {"user": USER, "assistant": ASSISTANT_TEXT}
 
 def mismatch(value: Any) -> tuple[str, str] | None:
     """Where and why ``value`` is not an Anthropic Messages trace, or None when it is one."""
-    if isinstance(value, dict):
-        if "messages" not in value:
-            return "$", "no \"messages\" array"
-        messages, base = value["messages"], "messages"
-        if not isinstance(messages, list):
-            return base, "not an array"
-    elif isinstance(value, list):
-        messages, base = value, "$"
-    else:
-        return "$", "neither an object with \"messages\" nor an array of messages"
-    for i, message in enumerate(messages):
-        where = f"{base}[{i}]"
-        if not isinstance(message, dict):
-            return where, "a message must be an object"
-        if message.get("role") not in ROLES:
-            return f"{where}.role", f"{message.get('role')!r} is not an Anthropic role (user, assistant)"
-        if "tool_calls" in message or "type" in message:
-            return where, "has " + ("\"tool_calls\"" if "tool_calls" in message else "a \"type\"")
+    try:
+        for where, message in message_dicts(value):
+            if message.get("role") not in ROLES:
+                return f"{where}.role", f"{message.get('role')!r} is not an Anthropic role (user, assistant)"
+            if "tool_calls" in message or "type" in message:
+                return where, "has " + ("\"tool_calls\"" if "tool_calls" in message else "a \"type\"")
+    except Mismatch as broken:
+        return broken.args
     return None
 
 

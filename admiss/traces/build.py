@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, NoReturn
+from typing import Any, Iterator, NoReturn
 
 import attrs
 
-from admiss.bundle import _TYPE_WORDS, _type_word as type_word
+from admiss.bundle import TYPE_WORDS, type_word
 from admiss.jsonio import loads as fast_loads
 from admiss.errors import Diagnostic, TraceError
 from admiss.source import Source, Span
@@ -41,8 +41,33 @@ def fail(name: str, path: str, message: str, code: str = SHAPE, hint: str | None
 def typed(value: Any, kind: type, name: str, path: str) -> Any:
     """``value`` when it is a ``kind`` (dict, list or str), else B021 at ``path``."""
     if type(value) is not kind and not isinstance(value, kind):
-        fail(name, path, f"must be {_TYPE_WORDS[kind]}, not {type_word(value)}")
+        fail(name, path, f"must be {TYPE_WORDS[kind]}, not {type_word(value)}")
     return value
+
+
+class Mismatch(Exception):
+    """A value is not of a format: ``args`` are the JSON path and why (for B020)."""
+
+
+def message_dicts(value: Any) -> Iterator[tuple[str, dict]]:
+    """Each message of a messages-shaped trace (an array of messages, or an object with a
+    "messages" array) with its JSON path; Mismatch where that shape breaks. The formats
+    that share the shape (Chat Completions, Anthropic) then test what is theirs."""
+    if isinstance(value, dict):
+        if "messages" not in value:
+            raise Mismatch("$", "no \"messages\" array")
+        messages, base = value["messages"], "messages"
+        if not isinstance(messages, list):
+            raise Mismatch(base, "not an array")
+    elif isinstance(value, list):
+        messages, base = value, "$"
+    else:
+        raise Mismatch("$", "neither an array of messages nor an object with \"messages\"")
+    for i, message in enumerate(messages):
+        where = f"{base}[{i}]"
+        if not isinstance(message, dict):
+            raise Mismatch(where, "a message must be an object")
+        yield where, message
 
 
 def field(holder: dict, key: str, kind: type, name: str, path: str) -> Any:

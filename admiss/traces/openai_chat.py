@@ -10,9 +10,11 @@ by ``build.error_in``; a call with no tool message after it has no result.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator
 
-from admiss.traces.build import Steps, error_in, fail, field, parse_arguments, result_value, type_word, typed
+from admiss.traces.build import (
+    Mismatch, Steps, error_in, fail, field, message_dicts, parse_arguments, result_value, type_word, typed,
+)
 from admiss.traces.steps import ASSISTANT_TEXT, SYSTEM, USER, Step, StepRef, Trace
 
 NAME = "openai_chat"
@@ -33,22 +35,16 @@ def messages_of(value: Any, name: str) -> tuple[list, str]:
 
 def mismatch(value: Any) -> tuple[str, str] | None:
     """Where and why ``value`` is not a Chat Completions trace, or None when it is one."""
-    if isinstance(value, dict):
-        if "messages" not in value:
-            return "$", "no \"messages\" array"
-        if "system" in value:
-            return "system", "a top-level system prompt is Anthropic's, not Chat Completions'"
-        messages, base = value["messages"], "messages"
-        if not isinstance(messages, list):
-            return base, "not an array"
-    elif isinstance(value, list):
-        messages, base = value, "$"
-    else:
-        return "$", "neither an array of messages nor an object with \"messages\""
-    for i, message in enumerate(messages):
-        where = f"{base}[{i}]"
-        if not isinstance(message, dict):
-            return where, "a message must be an object"
+    if isinstance(value, dict) and "messages" in value and "system" in value:
+        return "system", "a top-level system prompt is Anthropic's, not Chat Completions'"
+    try:
+        return _message_mismatch(message_dicts(value))
+    except Mismatch as broken:
+        return broken.args
+
+
+def _message_mismatch(messages: Iterator[tuple[str, dict]]) -> tuple[str, str] | None:
+    for where, message in messages:
         if "type" in message:
             return f"{where}.type", "typed items are the Responses API's; messages have only a role"
         role = message.get("role")

@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable
 
+import pyarrow as pa
 import ray
 import ray.data
 
@@ -35,6 +36,12 @@ from admiss.runner import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_PASS, CheckOptions, Ch
 BATCH_SIZE = 256
 # Orders rows: file number × this + line number.
 _LINES_PER_FILE = 1 << 40
+# The Parquet rows' types, fixed: inferred per block, a block whose bundles all failed has
+# null-typed columns, and files of one folder would disagree (readers refuse to merge them).
+_PROPERTY_SCHEMA = pa.schema([
+    ("bundle", pa.string()), ("bundle_verdict", pa.string()), ("property", pa.string()), ("verdict", pa.string()),
+    ("evidence", pa.int64()), ("forbidden", pa.int64()), ("inadmissible", pa.int64()),
+    ("shortcut_rejected", pa.int64()), ("error_code", pa.string())])
 
 
 def _expanded(paths: Iterable[str | Path]) -> list[str]:
@@ -171,7 +178,7 @@ def check_dataset(dataset_or_paths: Any, rubric: Rubric | str | Path, output: st
         batch_format="numpy", num_cpus=1).materialize()
     folder = Path(output)
     folder.mkdir(parents=True, exist_ok=True)
-    checked.flat_map(_property_rows).write_parquet(str(folder / "properties.parquet"))
+    checked.flat_map(_property_rows).write_parquet(str(folder / "properties.parquet"), schema=_PROPERTY_SCHEMA)
     summary = _Summary()
     bundles_in_file: dict[int, int] = {}
     with (folder / "reports.jsonl").open("w", encoding="utf-8") as out:

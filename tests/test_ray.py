@@ -56,6 +56,17 @@ def test_reports_are_the_single_process_output_line_for_line(local_ray, tmp_path
     assert shortcut == summary["by_exclusion_reason"]["shortcut-rejected"] > 0
 
 
+def test_parquet_columns_keep_their_types_when_no_bundle_could_be_checked(local_ray, tmp_path):
+    # Every row of this run is an error row (property, verdict None): its files must still
+    # carry string columns, or a folder mixing them with checked bundles cannot be read.
+    (tmp_path / "sec.rubric").write_text(STRICT)
+    (tmp_path / "bad.jsonl").write_text("{cut off\n[1]\n")
+    check_dataset([str(tmp_path / "bad.jsonl")], tmp_path / "sec.rubric", tmp_path / "out", concurrency=1)
+    files = sorted((tmp_path / "out" / "properties.parquet").glob("*.parquet"))
+    assert files and all(pq.read_schema(f).field(name).type == "string"
+                         for f in files for name in ("property", "verdict", "error_code"))
+
+
 def test_the_cli_says_what_ray_needs(admiss_cli, tmp_path):
     ran = admiss_cli("check", "--ray", "local", "x.jsonl")
     assert ran.code == 2 and "--ray ADDRESS, -o OUTDIR and --rubric FILE go together" in ran.err

@@ -222,8 +222,7 @@ class CheckRun:
         # under a "==> name <==" line each (the blank line between them is the writer's).
         fmt = self.options.fmt
         if fmt == "json":
-            data = report.to_dict(self.options.report == "full")
-            return dumps_line(data) if self.many else dumps_indented(data)
+            return report.to_json(self.options.report == "full", indent=not self.many)
         if fmt == "rich":
             return report
         text = f"==> {report.bundle_name} <==\n{report.to_text()}" if self.many else report.to_text()

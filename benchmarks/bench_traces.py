@@ -10,7 +10,7 @@ from pathlib import Path
 from benchmarks import admiss_probe
 from benchmarks.settings import Settings
 from benchmarks.tables import bytes_text, print_section, print_table, rate_text, ratio_text, seconds_text, target_text
-from benchmarks.timing import time_call
+from benchmarks.timing import time_call, time_interleaved
 
 TRACES = 200
 ROUNDS = 19  # each round is an assistant message and a tool call: with system, user and the answer, 41 steps
@@ -59,7 +59,7 @@ def run(settings: Settings) -> None:
               end="\n\n")
         return
     from admiss.bundle import parse_bundle_text
-    from admiss.report.json import report_json
+    from admiss.runner import CheckOptions, CheckRun
 
     # The shipped rubric without its CHAIN: this measures the mapping and the properties.
     source = RUBRIC.read_text(encoding="utf-8").split("\nCHAIN ", 1)[0]
@@ -74,9 +74,12 @@ def run(settings: Settings) -> None:
         for line in lines:
             json.loads(line)
 
+    # What `admiss check --format json traces.jsonl` does for each line.
+    run = CheckRun(CheckOptions(rubric=None, fmt="json"), many=True, rubric=rubric)
+
     def read_and_check() -> None:
-        for line in lines:
-            report_json(rubric.check(parse_bundle_text(line, "traces.jsonl")))
+        for number, line in enumerate(lines, start=1):
+            run.outcome(("traces.jsonl", number, line))
 
     def checked_only() -> None:
         for line in lines:
@@ -94,12 +97,11 @@ def run(settings: Settings) -> None:
         "  stage: read_trace (format detection, steps)": lambda: [api.read_trace(v) for v in values],
         "  stage: map steps to evidence": lambda: [mapping.bundle(t) for t in traces],
         "  stage: check the mapped bundle": lambda: [check_bundle(rubric.compiled, b) for b in bundles],
-        "  stage: JSON report": lambda: [report_json(r) for r in reports],
+        "  stage: JSON report": lambda: [r.to_json() for r in reports],
     }
     steps = sum(len(trace.steps) for trace in traces) / len(traces)
-    floor = time_call(loads_only, settings.repeats, settings.min_repeat_seconds)
-    checked = time_call(read_and_check, settings.repeats, settings.min_repeat_seconds)
-    verdicts = time_call(checked_only, settings.repeats, settings.min_repeat_seconds)
+    floor, checked, verdicts = time_interleaved((loads_only, read_and_check, checked_only), settings.repeats,
+                                                settings.min_repeat_seconds)
     stage_timings = {name: time_call(fn, settings.repeats, settings.min_repeat_seconds) for name, fn in stages.items()}
     fraction = floor.median / checked.median
     print(f"{len(lines)} traces, {bytes_text(len(data) / len(lines))} and {steps:.0f} steps each on average "

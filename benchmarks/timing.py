@@ -59,6 +59,21 @@ def time_call(fn: Callable[[], object], repeats: int, min_seconds: float) -> Tim
     return Timing(tuple(samples))
 
 
+def time_interleaved(fns: Sequence[Callable[[], object]], repeats: int, min_seconds: float) -> list[Timing]:
+    """Seconds per call of each of ``fns``, their repeats taken in turn (a, b, a, b, ...),
+    so that a burst of load on the machine weighs on all of them alike; a ratio of two
+    of these is steadier than one of two figures taken one after the other."""
+    counts = [calls_per_repeat(fn, min_seconds) for fn in fns]
+    samples: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeats):
+        for fn, count, taken in zip(fns, counts, samples):
+            start = time.perf_counter()
+            for _ in range(count):
+                fn()
+            taken.append((time.perf_counter() - start) / count)
+    return [Timing(tuple(taken)) for taken in samples]
+
+
 def time_once_each(fns: Sequence[Callable[[], object]]) -> Timing:
     """Seconds of one call of each of ``fns``, for work too slow or stateful to loop."""
     samples = []

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import admiss
+from admiss.jsonio import dumps_indented, dumps_line
 from strategies import bundles, rubric_sources
 
 SOURCE = """KINDS lab_result
@@ -61,6 +63,11 @@ def test_a_lean_entry_is_the_full_entrys_detail_and_reason_and_points_at_its_ite
             item = bundle["evidence"][entry["index"]]
             assert (item["kind"], item["source_label"]) == (full_entry["kind"], full_entry["source_label"])
 
+    # The bytes the CLI writes (built without copying the bundle's values) are this dict.
+    for full in (False, True):
+        assert report.to_json(full) == dumps_line(report.to_dict(full))
+        assert report.to_json(full, indent=True) == dumps_indented(report.to_dict(full))
+
 
 def test_the_lean_entry_carries_a_trace_steps_reference():
     bundle = {"evidence": [{"kind": "final_answer", "detail": "FA", "source_label": "x", "step": {"id": "s3"}},
@@ -91,6 +98,15 @@ def _mutate_everything(value) -> None:
         for element in value:
             _mutate_everything(element)
         value.append("mutated")
+
+
+def test_trace_reports_written_as_json_are_their_dicts():
+    root = Path(__file__).resolve().parent.parent
+    rubric = admiss.load(root / "rubrics" / "booking_cancellation.rubric", offline=True)
+    for fixture in sorted((root / "tests" / "traces" / "fixtures").glob("*.json")):
+        report = rubric.check(json.loads(fixture.read_text()), name=fixture.name)
+        for full in (False, True):
+            assert report.to_json(full) == dumps_line(report.to_dict(full)), fixture.name
 
 
 def test_report_dicts_share_no_mutable_object_with_each_other_or_the_bundle():

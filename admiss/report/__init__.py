@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from admiss.report.json import report_dict
+from admiss.report.json import report_dict, report_json
 from admiss.report.model import ReportData
 from admiss.report.text import report_text
 
@@ -25,6 +25,10 @@ class CheckReport(ReportData):
         """The JSON report: lean by default (each excluded item as its detail, reason and
         index), or with ``full=True`` each excluded item's own fields and the rubric clause."""
         return report_dict(self, full)
+
+    def to_json(self, full: bool = False, indent: bool = False) -> bytes:
+        """``to_dict(full)`` as UTF-8 JSON bytes: one line, or indented by two spaces."""
+        return report_json(self, full, indent)
 
     def to_text(self) -> str:
         return report_text(self)

@@ -12,7 +12,9 @@ out: each excluded item's own fields and the clause, ``{keyword, value, line, co
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from admiss.jsonio import dumps_indented, dumps_line
 
 if TYPE_CHECKING:
     from admiss.cascade import ChainResult, GateRecord
@@ -27,16 +29,24 @@ def positions_of(evidence: Sequence[dict]) -> Positions:
     return {id(item): index for index, item in enumerate(evidence)}
 
 
-def lean_excluded(excluded: list[tuple[dict, "Exclusion"]], positions: Positions) -> list[dict]:
+# How a report takes a value from the bundle: a deep copy, so that no two reports (nor the
+# bundle) share a mutable value; or the value itself, when the report is written out at once
+# and never handed to anyone (``report_json``), which saves most of a trace report's time.
+Own = Callable[[Any], Any]
+
+
+def _shared(value: Any) -> Any:
+    return value
+
+
+def lean_excluded(excluded: list[tuple[dict, "Exclusion"]], positions: Positions,
+                  own: Own = copy.deepcopy) -> list[dict]:
     """One new dict per exclusion: the seed's detail and reason, and the item's index."""
     return [{"detail": item["detail"], "reason": exclusion.reason, "index": positions.get(id(item))}
-            if "step" not in item else _with_step(item, exclusion, positions)
+            if "step" not in item else
+            {"detail": item["detail"], "reason": exclusion.reason, "index": positions.get(id(item)),
+             "step": own(item["step"])}
             for item, exclusion in excluded]
-
-
-def _with_step(item: dict, exclusion: "Exclusion", positions: Positions) -> dict:
-    return {"detail": item["detail"], "reason": exclusion.reason, "index": positions.get(id(item)),
-            "step": copy.deepcopy(item["step"])}
 
 
 def _nested(item: dict) -> bool:
@@ -72,7 +82,7 @@ def full_excluded(excluded: list[tuple[dict, "Exclusion"]], bases: dict[int, dic
 
 
 def property_dict(result: "PropertyResult", positions: Positions, full: bool = False,
-                  bases: dict[int, dict] | None = None, steps: bool = False) -> dict[str, Any]:
+                  bases: dict[int, dict] | None = None, steps: bool = False, own: Own = copy.deepcopy) -> dict[str, Any]:
     """A property's report; with ``steps`` (a checked trace), the step reference of each
     admitted item, in the order of ``evidence``."""
     prop = result.prop
@@ -84,25 +94,25 @@ def property_dict(result: "PropertyResult", positions: Positions, full: bool = F
         "shortcut_rejections": list(prop.shortcut_rejections),
         "evidence": list(result.evidence),
         "excluded": full_excluded(result.excluded, {} if bases is None else bases) if full
-        else lean_excluded(result.excluded, positions),
+        else lean_excluded(result.excluded, positions, own),
         "rationale": result.rationale,
         "default_verdict": prop.default,
         "verdict": result.verdict,
     }
     if steps:
-        out["evidence_steps"] = [copy.deepcopy(item.get("step")) for item in result.admitted]
+        out["evidence_steps"] = [own(item.get("step")) for item in result.admitted]
     return out
 
 
 def _properties(results: list["PropertyResult"], evidence: Sequence[dict], full: bool,
-                steps: bool = False) -> list[dict[str, Any]]:
+                steps: bool = False, own: Own = copy.deepcopy) -> list[dict[str, Any]]:
     # Positions (lean) or laid-out item fields (full) are made once for all properties.
     positions = positions_of(evidence) if not full and any(r.excluded for r in results) else {}
     bases: dict[int, dict] = {}
-    return [property_dict(r, positions, full, bases, steps) for r in results]
+    return [property_dict(r, positions, full, bases, steps, own) for r in results]
 
 
-def gate_dict(record: "GateRecord", full: bool = False) -> dict[str, Any]:
+def gate_dict(record: "GateRecord", full: bool = False, own: Own = copy.deepcopy) -> dict[str, Any]:
     out = {
         "gate": record.gate,
         "verdict": record.verdict,
@@ -117,14 +127,15 @@ def gate_dict(record: "GateRecord", full: bool = False) -> dict[str, Any]:
     # The admissibility gate's property reports appear in the chain's report; their
     # indexes point into the candidate's evidence.
     if record.details and "properties" in record.details:
-        out["properties"] = _properties(record.details["properties"], record.details.get("evidence", ()), full)
+        out["properties"] = _properties(record.details["properties"], record.details.get("evidence", ()), full,
+                                        own=own)
     # A consistency gate deciding by meaning shows its clusters, entropy and every call.
     if record.details and "meaning" in record.details:
         out["meaning"] = record.details["meaning"]
     return out
 
 
-def chain_dict(chain: "ChainResult", full: bool = False) -> dict[str, Any]:
+def chain_dict(chain: "ChainResult", full: bool = False, own: Own = copy.deepcopy) -> dict[str, Any]:
     # An offline run says so at the top of the receipt, and nothing is added otherwise.
     out = {
         **({"offline": True} if chain.offline else {}),
@@ -136,7 +147,7 @@ def chain_dict(chain: "ChainResult", full: bool = False) -> dict[str, Any]:
                 "model": rung.model,
                 "cost_usd": rung.cost_usd,
                 "outcome": rung.outcome,
-                "gates": [gate_dict(g, full) for g in rung.gates],
+                "gates": [gate_dict(g, full, own) for g in rung.gates],
             }
             for rung in chain.rungs
         ],
@@ -153,7 +164,8 @@ def _offline(report: "ReportData") -> bool:
     return report.chain is not None and report.chain.offline
 
 
-def report_dict(report: "ReportData", full: bool = False) -> dict[str, Any]:
+def report_dict(report: "ReportData", full: bool = False, own: Own = copy.deepcopy) -> dict[str, Any]:
+    """The JSON report as a dict; ``own`` is how it takes values from the bundle."""
     out = {
         "bundle": report.bundle_name,
         "rubric": report.rubric.name,
@@ -161,10 +173,17 @@ def report_dict(report: "ReportData", full: bool = False) -> dict[str, Any]:
         "verdict": report.verdict,
         "aggregate": report.aggregate,
         "missing_evidence_count": report.missing_evidence_count,
-        "properties": _properties(report.properties, report.evidence, full, report.trace is not None),
+        "properties": _properties(report.properties, report.evidence, full, report.trace is not None, own),
     }
     if report.chain is not None:
-        out["chain"] = chain_dict(report.chain, full)
+        out["chain"] = chain_dict(report.chain, full, own)
     if report.trace is not None:
-        out["trace"] = copy.deepcopy(report.trace)
+        out["trace"] = own(report.trace)
     return out
+
+
+def report_json(report: "ReportData", full: bool = False, indent: bool = False) -> bytes:
+    """The JSON report as UTF-8 bytes (one line, or indented by two spaces), built without
+    copying the bundle's values: the dict lives only until it is written."""
+    data = report_dict(report, full, _shared)
+    return dumps_indented(data) if indent else dumps_line(data)

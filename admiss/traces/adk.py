@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from admiss.traces.build import Steps, error_in, fail, parse_arguments, type_word, typed
+from admiss.traces.build import Steps, error_in, fail, type_word, typed
 from admiss.traces.steps import ASSISTANT_TEXT, REASONING, USER, Step, StepRef, Trace
 
 NAME = "adk"
@@ -150,9 +150,8 @@ def _parts(steps: Steps, parts: Any, user: bool, ref: StepRef, where: str, name:
 def _call(steps: Steps, call: dict, ref: StepRef, where: str, name: str) -> None:
     call_id = _optional_str(call, "id", name, where)
     tool = _name(call, name, where)
-    args, parsed = parse_arguments(call.get("args", {}))
-    steps.call(StepRef(NAME, ref.path, ref.message_index, call_id, event_id=ref.event_id), tool, args, parsed,
-               call_id, f"{where}.id")
+    steps.call(StepRef(NAME, ref.path, ref.message_index, call_id, event_id=ref.event_id), tool,
+               call.get("args", {}), call_id, f"{where}.id")
 
 
 def _response(steps: Steps, response: dict, ref: StepRef, where: str, name: str) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from admiss.traces.build import Mismatch, Steps, fail, field, message_dicts, result_value, short, type_word, typed
+from admiss.traces.build import Mismatch, Steps, fail, field, message_dicts, short, type_word, typed
 from admiss.traces.steps import ASSISTANT_TEXT, REASONING, SYSTEM, USER, Step, StepRef, Trace
 
 NAME = "anthropic"
@@ -97,9 +97,8 @@ def _blocks(steps: Steps, blocks: list, role: str, i: int, where: str, name: str
             steps.add(Step(REASONING, StepRef(NAME, at, i), text=field(block, "thinking", str, name, at)))
         elif kind == "tool_use":
             call_id = field(block, "id", str, name, at)
-            args = block.get("input", {})
-            steps.call(StepRef(NAME, at, i, call_id), field(block, "name", str, name, at), args, True, call_id,
-                       f"{at}.id")
+            steps.call(StepRef(NAME, at, i, call_id), field(block, "name", str, name, at), block.get("input", {}),
+                       call_id, f"{at}.id")
         elif kind == "tool_result":
             call_id = field(block, "tool_use_id", str, name, at)
             content = block.get("content", "")
@@ -108,8 +107,8 @@ def _blocks(steps: Steps, blocks: list, role: str, i: int, where: str, name: str
             is_error = block.get("is_error", False)
             if type(is_error) is not bool:
                 typed(is_error, bool, name, f"{at}.is_error")
-            steps.answer(call_id, result_value(text), (short(text) or "is_error: true") if is_error else None,
-                         StepRef(NAME, at, i, call_id), f"{at}.tool_use_id")
+            steps.answer(call_id, text, (short(text) or "is_error: true") if is_error else None,
+                         StepRef(NAME, at, i, call_id), f"{at}.tool_use_id", from_text=True)
         else:
             steps.skip(StepRef(NAME, at, i), f"{kind} block")
     text = "".join(texts)

@@ -15,11 +15,11 @@ from typing import Any, Iterator, NoReturn
 import attrs
 
 from admiss.bundle import TYPE_WORDS, type_word
-from admiss.jsonio import loads as fast_loads
 from admiss.errors import Diagnostic, TraceError
 from admiss.source import Source, Span
 from admiss.traces.steps import (
-    ASSISTANT_TEXT, BAD_ARGS, ERROR, FINAL_ANSWER, NO_RESULT, OK, TOOL_CALL, Skipped, Step, StepRef, Trace,
+    ASSISTANT_TEXT, BAD_ARGS, ERROR, FINAL_ANSWER, NO_RESULT, OK, TOOL_CALL, Skipped, Step, StepRef, Trace, loads_json,
+    result_value,
 )
 
 # B021: a value of the wrong type, or a field missing, inside a recognised format.
@@ -89,34 +89,21 @@ def parse_arguments(value: Any) -> tuple[Any, bool]:
     if not isinstance(value, str):
         return value, True
     try:
-        return _loads(value), True
+        return loads_json(value), True
     except (ValueError, RecursionError):  # not JSON, a huge number, or nested too deeply
         return value, False
 
 
-def result_value(text: str) -> Any:
-    """A tool result's text, JSON-parsed when it is an object or array that parses.
-
-    Scalars stay text: a result reading ``null`` or ``true`` is still a result.
-    """
-    start = text[:1]
-    if start != "{" and start != "[" and start.isspace():
-        start = text.lstrip()[:1]
-    if start == "{" or start == "[":
-        try:
-            return _loads(text)
-        except (ValueError, RecursionError):
-            pass
-    return text
-
-
-def _loads(text: str) -> Any:
-    """The JSON value of ``text``; orjson reads tool arguments and results several times
-    faster, and what it refuses (NaN, huge integers) the json module decides."""
-    try:
-        return fast_loads(text)
-    except ValueError:
-        return json.loads(text)
+def text_error(text: str) -> str | None:
+    """``error_in`` of the result whose text is ``text``, reading the text as JSON only when
+    it could hold an error: an object's ``error`` key or ``"error"`` status must be written
+    with those letters, or with a \\u escape."""
+    head = text[:1]
+    if head.isspace():
+        head = text.lstrip()[:1]
+    if (head == "{" or head == "[") and "error" not in text and "\\u" not in text:
+        return None
+    return error_in(result_value(text))
 
 
 def error_in(result: Any) -> str | None:
@@ -150,12 +137,14 @@ def short(text: str) -> str:
 class _Call:
     """A tool call read so far; it becomes a Step when the trace is done."""
 
-    __slots__ = ("ref", "tool_name", "args", "args_parsed", "result", "answered", "error", "result_ref")
+    __slots__ = ("ref", "tool_name", "arguments", "args", "args_parsed", "result", "from_text", "answered", "error",
+                 "result_ref")
 
-    def __init__(self, ref: StepRef, tool_name: str, args: Any, args_parsed: bool):
-        self.ref, self.tool_name, self.args, self.args_parsed = ref, tool_name, args, args_parsed
+    def __init__(self, ref: StepRef, tool_name: str, arguments: Any):
+        self.ref, self.tool_name, self.arguments = ref, tool_name, arguments
+        self.args, self.args_parsed = parse_arguments(arguments)
         self.result = self.error = self.result_ref = None
-        self.answered = False
+        self.answered = self.from_text = False
 
     def step(self) -> Step:
         if not self.args_parsed:
@@ -166,8 +155,12 @@ class _Call:
             outcome, error = NO_RESULT, "no result"
         else:
             outcome, error = OK, None
-        return Step(TOOL_CALL, self.ref, tool_name=self.tool_name, args=self.args, args_parsed=self.args_parsed,
-                    result=self.result, outcome=outcome, error=error, result_ref=self.result_ref)
+        text = self.arguments if type(self.arguments) is str else None
+        if self.from_text:
+            return Step(TOOL_CALL, self.ref, None, self.tool_name, self.args, self.args_parsed, None, outcome, error,
+                        self.result_ref, self.result, text)
+        return Step(TOOL_CALL, self.ref, None, self.tool_name, self.args, self.args_parsed, self.result, outcome,
+                    error, self.result_ref, None, text)
 
 
 class Steps:
@@ -195,10 +188,11 @@ class Steps:
         """An element of the source that gives no step, and why."""
         self.skipped.append(Skipped(ref, reason))
 
-    def call(self, ref: StepRef, tool_name: str, args: Any, args_parsed: bool, call_id: str | None,
-             id_path: str = "") -> _Call:
-        """A tool call; ``call_id`` (at ``id_path``) is how its result will name it."""
-        call = _Call(ref, tool_name, args, args_parsed)
+    def call(self, ref: StepRef, tool_name: str, arguments: Any, call_id: str | None, id_path: str = "") -> _Call:
+        """A tool call with its ``arguments`` as the source gives them (JSON text, read by
+        ``parse_arguments``, or a value); ``call_id`` (at ``id_path``) is how its result
+        will name it."""
+        call = _Call(ref, tool_name, arguments)
         if call_id in self.calls:
             fail(self.name, id_path or ref.path, f"a second tool call with id '{call_id}'", TWICE,
                  hint="each tool call needs its own id, so its result can name it")
@@ -217,9 +211,11 @@ class Steps:
         return call is not None and not call.answered
 
     def answer(self, call_id: str | None, result: Any, error: str | None, ref: StepRef, id_path: str,
-               tool_name: str | None = None) -> None:
+               tool_name: str | None = None, from_text: bool = False) -> None:
         """The result of the open call ``call_id`` (or, with no id, the earliest unanswered
-        call of ``tool_name``); ``error`` says why it is an error result, if it is one."""
+        call of ``tool_name``); ``error`` says why it is an error result, if it is one.
+        With ``from_text``, ``result`` is the result's text, read by ``result_value`` when
+        the step's result is first used."""
         call = self.calls.get(call_id) if call_id is not None else self._unanswered(tool_name)
         if call is None:
             fail(self.name, id_path, f"a tool result for no tool call before it (id '{call_id}')"
@@ -228,12 +224,12 @@ class Steps:
         if call.answered:
             fail(self.name, id_path, f"tool call '{call_id or tool_name}' is answered twice", TWICE,
                  hint=f"its first result is at {(call.result_ref or call.ref).path}")
-        self.resolve(call, result, error, ref)
+        self.resolve(call, result, error, ref, from_text)
 
     @staticmethod
-    def resolve(call: _Call, result: Any, error: str | None, ref: StepRef | None) -> None:
+    def resolve(call: _Call, result: Any, error: str | None, ref: StepRef | None, from_text: bool = False) -> None:
         """Give ``call`` its result, found at ``ref`` (None: in the call's own element)."""
-        call.answered, call.result, call.error, call.result_ref = True, result, error, ref
+        call.answered, call.result, call.error, call.result_ref, call.from_text = True, result, error, ref, from_text
 
     def _unanswered(self, tool_name: str | None) -> _Call | None:
         """The earliest unanswered call of ``tool_name``."""

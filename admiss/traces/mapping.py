@@ -16,6 +16,7 @@ import re
 from typing import Any, Callable
 
 from admiss import ir
+from admiss.jsonio import dumps_line
 from admiss.traces.steps import (
     ASSISTANT_TEXT, FINAL_ANSWER, OK, REASONING, SYSTEM, TOOL_CALL, USER, Step, Trace,
 )
@@ -38,8 +39,6 @@ _NEVER_OFFERED = {USER: "a user message offers no evidence", SYSTEM: "a system m
 DETAIL_CHARS = 200
 _KEYWORD_OF_STEP = {step: keyword for keyword, step in ir.MAP_STEPS.items()}
 _MISSING = object()
-# One encoder for every detail (json.dumps builds one per call when given options).
-_encode = json.JSONEncoder(ensure_ascii=False).encode
 
 
 class Decision:
@@ -162,9 +161,13 @@ def _shorten(text: str) -> str:
 
 
 def _arguments(step: Step) -> str:
+    # As the source wrote them where it wrote text (what the agent sent, and no cost), else
+    # written as compact JSON.
+    if step.args_text is not None:
+        return step.args_text
     if not step.args_parsed:
         return str(step.args)
-    return "" if step.args is None else _encode(step.args)
+    return "" if step.args is None else dumps_line(step.args).decode("utf-8")
 
 
 def default_detail(step: Step) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from admiss.traces.build import (
-    Mismatch, Steps, error_in, fail, field, message_dicts, parse_arguments, result_value, type_word, typed,
+    Mismatch, Steps, fail, field, message_dicts, text_error, type_word, typed,
 )
 from admiss.traces.steps import ASSISTANT_TEXT, SYSTEM, USER, Step, StepRef, Trace
 
@@ -76,9 +76,8 @@ def read(value: Any, name: str) -> Trace:
         elif role == "tool":
             call_id = field(message, "tool_call_id", str, name, where)
             text = content_text(message.get("content"), name, where)
-            result = result_value(text)
-            steps.answer(call_id, result, error_in(result), StepRef(NAME, where, i, call_id),
-                         f"{where}.tool_call_id")
+            steps.answer(call_id, text, text_error(text), StepRef(NAME, where, i, call_id), f"{where}.tool_call_id",
+                         from_text=True)
         elif role in _TEXT_ROLES:
             text = content_text(message.get("content"), name, where)
             if text:
@@ -111,8 +110,7 @@ def _assistant(steps: Steps, message: dict, i: int, where: str, name: str) -> No
         tool = field(function, "name", str, name, f"{at}.function")
         if "arguments" not in function:
             fail(name, f"{at}.function.arguments", "missing")
-        args, parsed = parse_arguments(function["arguments"])
-        steps.call(StepRef(NAME, at, i, call_id), tool, args, parsed, call_id, f"{at}.id")
+        steps.call(StepRef(NAME, at, i, call_id), tool, function["arguments"], call_id, f"{at}.id")
     if not text and not calls:
         steps.skip(StepRef(NAME, where, i), "assistant message with no text and no tool calls")
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from admiss.traces.build import Steps, error_in, fail, field, parse_arguments, result_value, type_word, typed
+from admiss.traces.build import Steps, fail, field, text_error, type_word, typed
 from admiss.traces.steps import ASSISTANT_TEXT, REASONING, SYSTEM, USER, Step, StepRef, Trace
 
 NAME = "openai_responses"
@@ -87,15 +87,13 @@ def _items(steps: Steps, items: list, base: str, name: str) -> None:
             call_id = field(item, "call_id", str, name, where)
             if "arguments" not in item:
                 fail(name, f"{where}.arguments", "missing")
-            args, parsed = parse_arguments(item["arguments"])
             steps.call(StepRef(NAME, where, i, call_id, event_id=_id(item)), field(item, "name", str, name, where),
-                       args, parsed, call_id, f"{where}.call_id")
+                       item["arguments"], call_id, f"{where}.call_id")
         elif kind == "function_call_output":
             call_id = field(item, "call_id", str, name, where)
             text = _text(item.get("output"), name, f"{where}.output")
-            result = result_value(text)
-            steps.answer(call_id, result, error_in(result), StepRef(NAME, where, i, call_id, event_id=_id(item)),
-                         f"{where}.call_id")
+            steps.answer(call_id, text, text_error(text), StepRef(NAME, where, i, call_id, event_id=_id(item)),
+                         f"{where}.call_id", from_text=True)
         elif kind == "reasoning":
             text = _reasoning_text(item, name, where)
             if text:

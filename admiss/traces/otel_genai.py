@@ -30,7 +30,7 @@ import json
 from typing import Any
 
 from admiss.traces.build import (
-    DANGLING, Steps, error_in, fail, field, parse_arguments, result_value, short, type_word, typed,
+    DANGLING, Steps, error_in, fail, field, short, text_error, type_word, typed,
 )
 from admiss.traces.steps import ASSISTANT_TEXT, REASONING, SYSTEM, USER, Step, StepRef, Trace
 
@@ -148,21 +148,19 @@ class _Reading:
         ref = StepRef(NAME, where, tool_call_id=call_id, span_id=ref.span_id)
         requested = call_id is not None and self.steps.has_call(call_id)  # by an earlier chat span's output
         if not requested:
-            args, parsed = parse_arguments(attributes.get("gen_ai.tool.call.arguments"))
-            call = self.steps.call(ref, tool, args, parsed, call_id)
+            call = self.steps.call(ref, tool, attributes.get("gen_ai.tool.call.arguments"), call_id)
         has_result = "gen_ai.tool.call.result" in attributes
         result = attributes.get("gen_ai.tool.call.result")
-        if isinstance(result, str):
-            result = result_value(result)
+        from_text = isinstance(result, str)
         error = _span_error(span, attributes)
         if error is None and not has_result:
             if requested:  # the span is not the call itself, and gives it nothing
                 self.steps.skip(ref, "execute_tool span with no result recorded")
             return
         if requested:
-            self.steps.answer(call_id, result, error, ref, f"{where}.attributes")
+            self.steps.answer(call_id, result, error, ref, f"{where}.attributes", from_text=from_text)
         else:  # the result stands in the call's own span: no result_ref apart from the call
-            self.steps.resolve(call, result, error, None)
+            self.steps.resolve(call, result, error, None, from_text)
 
     def chat(self, attributes: dict, ref: StepRef) -> None:
         where = ref.path
@@ -219,8 +217,10 @@ class _Reading:
                 self.steps.skip(ref, f"{part.get('type')} part of a tool message")
             elif self.steps.is_open(call_id):
                 result = part.get("response", part.get("result"))
-                result = result_value(result) if isinstance(result, str) else result
-                self.steps.answer(call_id, result, error_in(result), ref, f"{at}.id")
+                if isinstance(result, str):
+                    self.steps.answer(call_id, result, text_error(result), ref, f"{at}.id", from_text=True)
+                else:
+                    self.steps.answer(call_id, result, error_in(result), ref, f"{at}.id")
             elif self.steps.has_call(call_id):
                 self.steps.skip(ref, "a result its execute_tool span already gave")
             else:
@@ -246,9 +246,8 @@ class _Reading:
                     self.steps.add(Step(REASONING, ref, text=field(part, "content", str, self.name, part_at)))
                 elif kind == "tool_call":
                     call_id = field(part, "id", str, self.name, part_at)
-                    args, parsed = parse_arguments(part.get("arguments"))
                     self.steps.call(StepRef(NAME, part_at, i, call_id, span_id=span.span_id),
-                                    field(part, "name", str, self.name, part_at), args, parsed, call_id,
+                                    field(part, "name", str, self.name, part_at), part.get("arguments"), call_id,
                                     f"{part_at}.id")
                 else:
                     self.steps.skip(ref, f"{kind} part")

@@ -73,9 +73,13 @@ def test_user_and_system_messages_are_never_offered(kind):
 
 
 def test_default_detail_says_the_call_and_how_it_failed():
-    assert default_detail(tool(0, "refund", args={"id": "B-1"})) == 'refund({"id": "B-1"})'
+    # Arguments the source gave as a value are written as compact JSON...
+    assert default_detail(tool(0, "refund", args={"id": "B-1"})) == 'refund({"id":"B-1"})'
     failed = default_detail(tool(0, "refund", ERROR, args={"id": "B-1"}))
-    assert failed == 'refund({"id": "B-1"}) failed: error happened'
+    assert failed == 'refund({"id":"B-1"}) failed: error happened'
+    # ...and arguments it gave as text are quoted as the agent wrote them.
+    sent = Step(TOOL_CALL, ref(0), tool_name="refund", args={"id": "B-1"}, args_text='{ "id" : "B-1" }', outcome=OK)
+    assert default_detail(sent) == 'refund({ "id" : "B-1" })'
     assert default_detail(tool(0, "refund", BAD_ARGS, args="{id: B", args_parsed=False)).startswith("refund({id: B)")
     long = default_detail(text(0, FINAL_ANSWER, "x" * 1000))
     assert len(long) == DETAIL_CHARS and long.endswith("…")

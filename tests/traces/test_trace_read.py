@@ -201,3 +201,26 @@ def test_fixtures_with_a_part_replaced_give_a_trace_or_a_located_error(fixture):
             assert isinstance(result, Trace)
 
     replaced()
+
+
+# Results of every shape that could hide an error from a quick look at the text: "error" as
+# a key, a value or a first word, spelled with escapes, nested, in any case.
+_error_texts = st.one_of(
+    st.recursive(st.none() | st.booleans() | st.integers() | st.sampled_from(["error", "Error", "ok", "", "errors"]),
+                 lambda inner: st.lists(inner, max_size=3)
+                 | st.dictionaries(st.sampled_from(["error", "status", "message", "error_message", "x"]), inner,
+                                   max_size=3),
+                 max_leaves=6).map(json.dumps),
+    st.text(alphabet="errorERO{}[]\":, \\u0065", max_size=30),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=_error_texts, escaped=st.booleans())
+def test_a_results_error_is_found_without_parsing_the_same_as_with(text, escaped):
+    from admiss.traces.build import error_in, text_error
+    from admiss.traces.steps import result_value
+
+    if escaped:  # the same JSON with every "e" written as an escape
+        text = text.replace("e", "\\u0065")
+    assert text_error(text) == error_in(result_value(text))

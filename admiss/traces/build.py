@@ -97,11 +97,11 @@ def parse_arguments(value: Any) -> tuple[Any, bool]:
 def text_error(text: str) -> str | None:
     """``error_in`` of the result whose text is ``text``, reading the text as JSON only when
     it could hold an error: an object's ``error`` key or ``"error"`` status must be written
-    with those letters, or with a \\u escape."""
+    with those letters, or with an escape (a backslash, found faster than ``\\u``)."""
     head = text[:1]
     if head.isspace():
         head = text.lstrip()[:1]
-    if (head == "{" or head == "[") and "error" not in text and "\\u" not in text:
+    if (head == "{" or head == "[") and "error" not in text and "\\" not in text:
         return None
     return error_in(result_value(text))
 
@@ -134,43 +134,20 @@ def short(text: str) -> str:
     return text if len(text) <= _ERROR_CHARS else text[: _ERROR_CHARS - 1] + "…"
 
 
-class _Call:
-    """A tool call read so far; it becomes a Step when the trace is done."""
-
-    __slots__ = ("ref", "tool_name", "arguments", "args", "args_parsed", "result", "from_text", "answered", "error",
-                 "result_ref")
-
-    def __init__(self, ref: StepRef, tool_name: str, arguments: Any):
-        self.ref, self.tool_name, self.arguments = ref, tool_name, arguments
-        self.args, self.args_parsed = parse_arguments(arguments)
-        self.result = self.error = self.result_ref = None
-        self.answered = self.from_text = False
-
-    def step(self) -> Step:
-        if not self.args_parsed:
-            outcome, error = BAD_ARGS, "arguments are not valid JSON"
-        elif self.error is not None:
-            outcome, error = ERROR, self.error
-        elif not self.answered:
-            outcome, error = NO_RESULT, "no result"
-        else:
-            outcome, error = OK, None
-        text = self.arguments if type(self.arguments) is str else None
-        if self.from_text:
-            return Step(TOOL_CALL, self.ref, None, self.tool_name, self.args, self.args_parsed, None, outcome, error,
-                        self.result_ref, self.result, text)
-        return Step(TOOL_CALL, self.ref, None, self.tool_name, self.args, self.args_parsed, self.result, outcome,
-                    error, self.result_ref, None, text)
-
-
 class Steps:
-    """The steps of one trace as a reader finds them, its tool calls open by id."""
+    """The steps of one trace as a reader finds them, its tool calls open by id.
+
+    A tool call is its Step from the start: its result, error and outcome are filled in
+    when its result is read (an open call has no outcome yet), and ``trace`` settles the
+    calls that got none.
+    """
 
     def __init__(self, format: str, name: str):
         self.format, self.name = format, name
-        self.items: list[Step | _Call] = []
+        self.items: list[Step] = []
         self.skipped: list[Skipped] = []
-        self.calls: dict[str, _Call] = {}
+        self.calls: dict[str, Step] = {}
+        self.tool_calls: list[Step] = []
 
     def add(self, step: Step) -> None:
         """A step that is not a tool call."""
@@ -188,17 +165,20 @@ class Steps:
         """An element of the source that gives no step, and why."""
         self.skipped.append(Skipped(ref, reason))
 
-    def call(self, ref: StepRef, tool_name: str, arguments: Any, call_id: str | None, id_path: str = "") -> _Call:
+    def call(self, ref: StepRef, tool_name: str, arguments: Any, call_id: str | None, id_path: str = "") -> Step:
         """A tool call with its ``arguments`` as the source gives them (JSON text, read by
         ``parse_arguments``, or a value); ``call_id`` (at ``id_path``) is how its result
         will name it."""
-        call = _Call(ref, tool_name, arguments)
         if call_id in self.calls:
             fail(self.name, id_path or ref.path, f"a second tool call with id '{call_id}'", TWICE,
                  hint="each tool call needs its own id, so its result can name it")
+        args, parsed = parse_arguments(arguments)
+        call = Step(TOOL_CALL, ref, None, tool_name, args, parsed,
+                    args_text=arguments if type(arguments) is str else None)
         if call_id is not None:  # a call with no id is answered by its tool name
             self.calls[call_id] = call
         self.items.append(call)
+        self.tool_calls.append(call)
         return call
 
     def has_call(self, call_id: str) -> bool:
@@ -208,7 +188,7 @@ class Steps:
     def is_open(self, call_id: str) -> bool:
         """Whether the call ``call_id`` was made and has no result yet."""
         call = self.calls.get(call_id)
-        return call is not None and not call.answered
+        return call is not None and call.outcome is None
 
     def answer(self, call_id: str | None, result: Any, error: str | None, ref: StepRef, id_path: str,
                tool_name: str | None = None, from_text: bool = False) -> None:
@@ -221,24 +201,33 @@ class Steps:
             fail(self.name, id_path, f"a tool result for no tool call before it (id '{call_id}')"
                  if call_id is not None else f"a tool result for no unanswered call of '{tool_name}' before it",
                  DANGLING, hint="a result must come after the tool call it answers, naming the call's id")
-        if call.answered:
+        if call.outcome is not None:
             fail(self.name, id_path, f"tool call '{call_id or tool_name}' is answered twice", TWICE,
                  hint=f"its first result is at {(call.result_ref or call.ref).path}")
         self.resolve(call, result, error, ref, from_text)
 
     @staticmethod
-    def resolve(call: _Call, result: Any, error: str | None, ref: StepRef | None, from_text: bool = False) -> None:
+    def resolve(call: Step, result: Any, error: str | None, ref: StepRef | None, from_text: bool = False) -> None:
         """Give ``call`` its result, found at ``ref`` (None: in the call's own element)."""
-        call.answered, call.result, call.error, call.result_ref, call.from_text = True, result, error, ref, from_text
+        call.outcome, call.error, call.result_ref = (OK, None, ref) if error is None else (ERROR, error, ref)
+        if from_text:
+            call._result_text = result
+        else:
+            call._result = result
 
-    def _unanswered(self, tool_name: str | None) -> _Call | None:
+    def _unanswered(self, tool_name: str | None) -> Step | None:
         """The earliest unanswered call of ``tool_name``."""
-        return next((item for item in self.items
-                     if type(item) is _Call and not item.answered and item.tool_name == tool_name), None)
+        return next((call for call in self.tool_calls if call.outcome is None and call.tool_name == tool_name), None)
 
     def trace(self, model: str | None = None) -> Trace:
-        """The Trace: pending calls become steps, the last assistant text the final answer."""
-        steps = [item.step() if type(item) is _Call else item for item in self.items]
+        """The Trace: calls that got no result, or whose arguments do not parse, say so;
+        the last assistant text is the final answer."""
+        for call in self.tool_calls:
+            if not call.args_parsed:  # whatever came back: the call itself was broken
+                call.outcome, call.error = BAD_ARGS, "arguments are not valid JSON"
+            elif call.outcome is None:
+                call.outcome, call.error = NO_RESULT, "no result"
+        steps = self.items
         for i in range(len(steps) - 1, -1, -1):
             if steps[i].type == ASSISTANT_TEXT:
                 last = steps[i]

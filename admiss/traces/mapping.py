@@ -264,31 +264,43 @@ class CompiledMapping:
         return found
 
     def decide(self, step: Step) -> Decision:
-        never = _NEVER_OFFERED.get(step.type)
-        if never is not None:
-            return Decision(step, None, {"reason": never})
-        rules = self.tool_rules(step) if step.type == TOOL_CALL else self.by_type.get(step.type, ())
+        return Decision(step, *self._item_and_why(step))
+
+    def _item_and_why(self, step: Step) -> tuple[dict | None, dict]:
+        # A tuple, not a Decision: a trace's every step passes here, and split needs no more.
+        kind = step.type
+        if kind == TOOL_CALL:
+            rules = self.by_tool.get(step.tool_name)
+            if rules is None:
+                rules = self.tool_rules(step)
+        else:
+            never = _NEVER_OFFERED.get(kind)
+            if never is not None:
+                return None, {"reason": never}
+            rules = self.by_type.get(kind, ())
         for test, make, why in rules:
             if not test(step):
                 continue
             if make is None:
-                return Decision(step, None, {"reason": "SKIP", **why})
+                return None, {"reason": "SKIP", **why}
             item = make(step)
             if item is not None:
-                return Decision(step, item, why)
-        return Decision(step, None, self.unmatched)
+                return item, why
+        return None, self.unmatched
 
     def split(self, trace: Trace, explain: bool = False) -> tuple[list[dict], list[dict]]:
         """The trace's evidence items (with ``explain``, each with ``why``: the rule that made
         it) and the not-offered entries: steps no rule made evidence, then skipped elements."""
         evidence, not_offered = [], []
-        for decision in map(self.decide, trace.steps):
-            if decision.item is None:
-                not_offered.append(decision.not_offered())
+        decide = self._item_and_why
+        for step in trace.steps:
+            item, why = decide(step)
+            if item is None:
+                not_offered.append(Decision(step, None, why).not_offered())
             elif explain:
-                evidence.append({**decision.item, "why": dict(decision.why)})
+                evidence.append({**item, "why": dict(why)})
             else:
-                evidence.append(decision.item)
+                evidence.append(item)
         return evidence, not_offered + skipped(trace)
 
     def bundle(self, trace: Trace) -> tuple[dict, list[dict]]:

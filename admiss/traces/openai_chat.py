@@ -74,7 +74,9 @@ def read(value: Any, name: str) -> Trace:
         if role == "assistant":
             _assistant(steps, message, i, where, name)
         elif role == "tool":
-            call_id = field(message, "tool_call_id", str, name, where)
+            call_id = message.get("tool_call_id")
+            if type(call_id) is not str:
+                field(message, "tool_call_id", str, name, where)
             text = content_text(message.get("content"), name, where)
             steps.answer(call_id, text, text_error(text), StepRef(NAME, where, i, call_id), f"{where}.tool_call_id",
                          from_text=True)
@@ -101,13 +103,21 @@ def _assistant(steps: Steps, message: dict, i: int, where: str, name: str) -> No
         if not text:
             steps.skip(StepRef(NAME, where, i), "assistant message with no text and no tool calls")
         return
-    for j, call in enumerate(typed(calls, list, name, f"{where}.tool_calls")):
+    if type(calls) is not list:
+        typed(calls, list, name, f"{where}.tool_calls")
+    # Each field is tested where it is read; ``field`` is called only to word the error.
+    for j, call in enumerate(calls):
         at = f"{where}.tool_calls[{j}]"
         if type(call) is not dict:
             typed(call, dict, name, at)
-        call_id = field(call, "id", str, name, at)
-        function = field(call, "function", dict, name, at)
-        tool = field(function, "name", str, name, f"{at}.function")
+        call_id, function = call.get("id"), call.get("function")
+        if type(call_id) is not str:
+            field(call, "id", str, name, at)
+        if type(function) is not dict:
+            field(call, "function", dict, name, at)
+        tool = function.get("name")
+        if type(tool) is not str:
+            field(function, "name", str, name, f"{at}.function")
         if "arguments" not in function:
             fail(name, f"{at}.function.arguments", "missing")
         steps.call(StepRef(NAME, at, i, call_id), tool, function["arguments"], call_id, f"{at}.id")

@@ -70,12 +70,13 @@ class Rubric:
         ``trace_format`` reads ``bundle`` as a trace in that format. Raises BundleError
         when a bundle is malformed, TraceError when a trace is. ``chain`` picks the CHAIN
         to run when the rubric has several. ``live`` calls a rung's model (with the
-        bundle's ``prompt``) when the bundle has no candidate for it.
+        bundle's ``prompt``, or a trace's system and user messages) when the bundle has no
+        candidate for it.
         """
         runtime = self._run_state()
         trace = as_trace(bundle, name or "<input>", trace_format)
         if trace is not None:
-            return check_trace(self.compiled, trace, name, runtime, chain)
+            return check_trace(self.compiled, trace, name, runtime, chain, live)
         return check_bundle(self.compiled, bundle, name, runtime, chain, live)
 
     def prepare(self, chain: str | None = None) -> None:

@@ -152,7 +152,8 @@ def check(
         "not a bundle is a trace, its format detected]."
     ),
     live: bool = typer.Option(
-        False, "--live", help="Call a rung's model (with the bundle's prompt, through admiss.toml's provider) when "
+        False, "--live", help="Call a rung's model (with the bundle's prompt or a trace's system and user messages, through "
+        "admiss.toml's provider) when "
         "the bundle has no candidate for it. This spends money; without it such a rung is skipped."
     ),
 ) -> None:

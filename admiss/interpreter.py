@@ -136,11 +136,13 @@ def _warn(message: str) -> None:
 
 
 def check_bundle(rubric: CompiledRubric, bundle: Any, bundle_name: str | None = None,
-                 runtime: Runtime | None = None, chain: str | None = None, live: bool = False) -> CheckReport:
+                 runtime: Runtime | None = None, chain: str | None = None, live: bool = False,
+                 request: list[dict[str, str]] | None = None) -> CheckReport:
     """Check ``bundle`` (a decoded JSON value) against ``rubric``; BundleError if it is malformed.
 
-    ``live``: a rung with no candidate in the bundle calls its model with the bundle's
-    prompt (see admiss.serve.calls); otherwise it is skipped and escalates.
+    ``live``: a rung with no candidate in the bundle calls its model with ``request`` (chat
+    messages), or else with the bundle's prompt as the user message (see
+    admiss.serve.calls); otherwise it is skipped and escalates.
     """
     name = bundle_name or "<bundle>"
     rows, scoped = evidence_rows(bundle, name, rubric.property_names)
@@ -150,18 +152,21 @@ def check_bundle(rubric: CompiledRubric, bundle: Any, bundle_name: str | None = 
         return CheckReport(rubric, bundle_name, results, None, evidence)
     runtime = runtime or Runtime(rubric)
     chain_name = runtime.chain_name(chain)
-    return CheckReport(rubric, bundle_name, results, _run_chain(runtime, chain_name, bundle, name, live), evidence)
+    return CheckReport(rubric, bundle_name, results, _run_chain(runtime, chain_name, bundle, name, live, request),
+                       evidence)
 
 
 def check_trace(rubric: CompiledRubric, trace: "Trace", name: str | None = None, runtime: Runtime | None = None,
-                chain: str | None = None) -> CheckReport:
+                chain: str | None = None, live: bool = False) -> CheckReport:
     """Check an agent trace: its steps mapped to evidence by the rubric's MAP block (or the
-    default taxonomy), its final answer and model the candidate a CHAIN gates."""
+    default taxonomy), its final answer and model the candidate a CHAIN gates. ``live``: a
+    rung the trace's model did not run calls its own model with the trace's system and user
+    messages."""
     bundle, not_offered = rubric.mapping.bundle(trace)
     if rubric.ir.chains and "output" in bundle and "model" in bundle:
         runtime = runtime or Runtime(rubric)
         bundle["candidates"] = _trace_candidates(rubric, runtime.chain_name(chain), bundle)
-    report = check_bundle(rubric, bundle, name, runtime, chain)
+    report = check_bundle(rubric, bundle, name, runtime, chain, live, trace.request_messages() if live else None)
     report.trace = {"format": trace.format, "not_offered": not_offered}
     return report
 
@@ -176,7 +181,8 @@ def _trace_candidates(rubric: CompiledRubric, chain_name: str, bundle: dict) -> 
             if rung.model is not None and model in (rung.model, rung.model.split("/", 1)[-1])]
 
 
-def _run_chain(runtime: Runtime, chain_name: str, bundle: dict, name: str, live: bool = False):
+def _run_chain(runtime: Runtime, chain_name: str, bundle: dict, name: str, live: bool = False,
+               request: list[dict[str, str]] | None = None):
     from admiss.cascade import candidates_by_rung, resampling_calls
 
     compiled = runtime.chain(chain_name)
@@ -189,9 +195,10 @@ def _run_chain(runtime: Runtime, chain_name: str, bundle: dict, name: str, live:
     from admiss.serve.calls import LiveRungs
 
     prompt = bundle.get("prompt")
-    rungs = LiveRungs(runtime.gate_context(), chain_name, None if prompt is None else [{"role": "user", "content": prompt}],
-                      supplied=candidates, supplied_cost=costs, evidence=tuple(bundle.get("evidence", ())),
-                      meta=bundle.get("meta", {}))
+    if request is None and prompt is not None:
+        request = [{"role": "user", "content": prompt}]
+    rungs = LiveRungs(runtime.gate_context(), chain_name, request or None, supplied=candidates,
+                      supplied_cost=costs, evidence=tuple(bundle.get("evidence", ())), meta=bundle.get("meta", {}))
     return runtime.event_loop().run_until_complete(compiled.arun(rungs.produce))
 
 

@@ -176,3 +176,10 @@ class Trace:
     def prompt(self) -> str | None:
         """The first user message's text: the task the run was given."""
         return next((step.text for step in self.steps if step.type == USER), None)
+
+    def request_messages(self) -> list[dict[str, str]]:
+        """The run's system and user messages, in order, as chat messages: the request a
+        rung's model is sent to answer the same task (``admiss check --live``). The agent's
+        own steps (its tool calls and replies) are its work, not the task, and are left out."""
+        roles = {SYSTEM: "system", USER: "user"}
+        return [{"role": roles[step.type], "content": step.text or ""} for step in self.steps if step.type in roles]

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from admiss.bundle import evidence_rows, rung_problems
-from admiss.compiler import CompiledRubric, offered
+from admiss.compiler import CompiledRubric, offered, rows_of
 from admiss.errors import input_error
 from admiss.report import CheckReport
 
@@ -137,15 +137,20 @@ def _warn(message: str) -> None:
 
 def check_bundle(rubric: CompiledRubric, bundle: Any, bundle_name: str | None = None,
                  runtime: Runtime | None = None, chain: str | None = None, live: bool = False,
-                 request: list[dict[str, str]] | None = None) -> CheckReport:
+                 request: list[dict[str, str]] | None = None, made: bool = False) -> CheckReport:
     """Check ``bundle`` (a decoded JSON value) against ``rubric``; BundleError if it is malformed.
 
     ``live``: a rung with no candidate in the bundle calls its model with ``request`` (chat
     messages), or else with the bundle's prompt as the user message (see
-    admiss.serve.calls); otherwise it is skipped and escalates.
+    admiss.serve.calls); otherwise it is skipped and escalates. ``made``: the bundle's
+    evidence was made by the rubric's own MAP block, so it keeps the bundle rules by
+    construction and is not validated again.
     """
     name = bundle_name or "<bundle>"
-    rows, scoped = evidence_rows(bundle, name, rubric.property_names)
+    if made:
+        rows, scoped = rows_of(bundle["evidence"]), rubric.mapping.scoped
+    else:
+        rows, scoped = evidence_rows(bundle, name, rubric.property_names)
     results = [prop.check(offered(rows, prop.name) if scoped else rows) for prop in rubric.properties]
     evidence = bundle.get("evidence", ())
     if not rubric.ir.chains:
@@ -166,7 +171,8 @@ def check_trace(rubric: CompiledRubric, trace: "Trace", name: str | None = None,
     if rubric.ir.chains and "output" in bundle and "model" in bundle:
         runtime = runtime or Runtime(rubric)
         bundle["candidates"] = _trace_candidates(rubric, runtime.chain_name(chain), bundle)
-    report = check_bundle(rubric, bundle, name, runtime, chain, live, trace.request_messages() if live else None)
+    report = check_bundle(rubric, bundle, name, runtime, chain, live, trace.request_messages() if live else None,
+                          made=True)
     report.trace = {"format": trace.format, "not_offered": not_offered}
     return report
 

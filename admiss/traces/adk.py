@@ -151,7 +151,7 @@ def _call(steps: Steps, call: dict, ref: StepRef, where: str, name: str) -> None
     call_id = _optional_str(call, "id", name, where)
     tool = _name(call, name, where)
     steps.call(StepRef(NAME, ref.path, ref.message_index, call_id, event_id=ref.event_id), tool,
-               call.get("args", {}), call_id, f"{where}.id")
+               call.get("args", {}), call_id, _key_under(ref, where, "id"))
 
 
 def _response(steps: Steps, response: dict, ref: StepRef, where: str, name: str) -> None:
@@ -160,7 +160,14 @@ def _response(steps: Steps, response: dict, ref: StepRef, where: str, name: str)
     result = response.get("response")
     steps.answer(call_id, result, error_in(result),
                  StepRef(NAME, ref.path, ref.message_index, call_id, event_id=ref.event_id),
-                 f"{where}.id" if call_id is not None else f"{where}.name", tool)
+                 _key_under(ref, where, "id" if call_id is not None else "name"), tool)
+
+
+def _key_under(ref: StepRef, where: str, key: str) -> str:
+    """``key`` of the object at ``where``, as a key path under the step's element (``where``
+    is the element itself or its function_call / function_response object)."""
+    inner = where[len(ref.path) + 1:]
+    return f"{inner}.{key}" if inner else key
 
 
 def _optional_str(holder: dict, key: str, name: str, where: str) -> str | None:

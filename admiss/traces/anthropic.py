@@ -98,7 +98,7 @@ def _blocks(steps: Steps, blocks: list, role: str, i: int, where: str, name: str
         elif kind == "tool_use":
             call_id = field(block, "id", str, name, at)
             steps.call(StepRef(NAME, at, i, call_id), field(block, "name", str, name, at), block.get("input", {}),
-                       call_id, f"{at}.id")
+                       call_id, "id")
         elif kind == "tool_result":
             call_id = field(block, "tool_use_id", str, name, at)
             content = block.get("content", "")
@@ -108,7 +108,7 @@ def _blocks(steps: Steps, blocks: list, role: str, i: int, where: str, name: str
             if type(is_error) is not bool:
                 typed(is_error, bool, name, f"{at}.is_error")
             steps.answer(call_id, text, (short(text) or "is_error: true") if is_error else None,
-                         StepRef(NAME, at, i, call_id), f"{at}.tool_use_id", from_text=True)
+                         StepRef(NAME, at, i, call_id), "tool_use_id", from_text=True)
         else:
             steps.skip(StepRef(NAME, at, i), f"{kind} block")
     text = "".join(texts)

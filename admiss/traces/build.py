@@ -165,12 +165,14 @@ class Steps:
         """An element of the source that gives no step, and why."""
         self.skipped.append(Skipped(ref, reason))
 
-    def call(self, ref: StepRef, tool_name: str, arguments: Any, call_id: str | None, id_path: str = "") -> Step:
+    # Where a call's or result's id stands is given as its key under the step's element
+    # (``ref.path``), and made a path only for an error: most traces have none.
+    def call(self, ref: StepRef, tool_name: str, arguments: Any, call_id: str | None, id_key: str = "") -> Step:
         """A tool call with its ``arguments`` as the source gives them (JSON text, read by
-        ``parse_arguments``, or a value); ``call_id`` (at ``id_path``) is how its result
-        will name it."""
+        ``parse_arguments``, or a value); ``call_id`` (at ``id_key`` under the call's
+        element) is how its result will name it."""
         if call_id in self.calls:
-            fail(self.name, id_path or ref.path, f"a second tool call with id '{call_id}'", TWICE,
+            fail(self.name, _under(ref, id_key), f"a second tool call with id '{call_id}'", TWICE,
                  hint="each tool call needs its own id, so its result can name it")
         args, parsed = parse_arguments(arguments)
         call = Step(TOOL_CALL, ref, None, tool_name, args, parsed,
@@ -190,26 +192,29 @@ class Steps:
         call = self.calls.get(call_id)
         return call is not None and call.outcome is None
 
-    def answer(self, call_id: str | None, result: Any, error: str | None, ref: StepRef, id_path: str,
+    def answer(self, call_id: str | None, result: Any, error: str | None, ref: StepRef, id_key: str,
                tool_name: str | None = None, from_text: bool = False) -> None:
         """The result of the open call ``call_id`` (or, with no id, the earliest unanswered
-        call of ``tool_name``); ``error`` says why it is an error result, if it is one.
+        call of ``tool_name``), found at ``ref`` with its id at ``id_key`` under it;
+        ``error`` says why it is an error result, if it is one.
         With ``from_text``, ``result`` is the result's text, read by ``result_value`` when
         the step's result is first used."""
         call = self.calls.get(call_id) if call_id is not None else self._unanswered(tool_name)
         if call is None:
-            fail(self.name, id_path, f"a tool result for no tool call before it (id '{call_id}')"
+            fail(self.name, _under(ref, id_key), f"a tool result for no tool call before it (id '{call_id}')"
                  if call_id is not None else f"a tool result for no unanswered call of '{tool_name}' before it",
                  DANGLING, hint="a result must come after the tool call it answers, naming the call's id")
         if call.outcome is not None:
-            fail(self.name, id_path, f"tool call '{call_id or tool_name}' is answered twice", TWICE,
+            fail(self.name, _under(ref, id_key), f"tool call '{call_id or tool_name}' is answered twice", TWICE,
                  hint=f"its first result is at {(call.result_ref or call.ref).path}")
         self.resolve(call, result, error, ref, from_text)
 
     @staticmethod
     def resolve(call: Step, result: Any, error: str | None, ref: StepRef | None, from_text: bool = False) -> None:
         """Give ``call`` its result, found at ``ref`` (None: in the call's own element)."""
-        call.outcome, call.error, call.result_ref = (OK, None, ref) if error is None else (ERROR, error, ref)
+        call.outcome = OK if error is None else ERROR
+        call.error = error
+        call.result_ref = ref
         if from_text:
             call._result_text = result
         else:
@@ -234,6 +239,10 @@ class Steps:
                 steps[i] = Step(FINAL_ANSWER, last.ref, text=last.text)
                 break
         return Trace(self.format, tuple(steps), model if isinstance(model, str) else None, tuple(self.skipped))
+
+
+def _under(ref: StepRef, key: str) -> str:
+    return f"{ref.path}.{key}" if key else ref.path
 
 
 # ---------------------------------------------------------------- locating errors in the raw text

@@ -210,7 +210,8 @@ def _rule_maker(rule: ir.MapRule) -> Make:
     offered_to = rule.property.value if rule.property is not None else None
 
     def make(step: Step) -> dict | None:
-        label, detail = label_of(step), detail_of(step)
+        label = label_of(step)
+        detail = detail_of(step)
         if label is _MISSING or detail is _MISSING:
             return None
         item = {"kind": kind, "detail": detail, "source_label": label}
@@ -251,6 +252,8 @@ class CompiledMapping:
             else:
                 self.by_type.setdefault(rule.step, []).append(compiled)
         self.by_tool: dict[str | None, list[_Compiled]] = {}
+        # Whether any rule offers its items to one property (FOR), so checking must scope them.
+        self.scoped = any(rule.property is not None for rule in rules)
         self.unmatched = {"reason": "no rule of the default taxonomy matches" if self.default
                           else "no MAP rule matches"}
 

@@ -78,7 +78,7 @@ def read(value: Any, name: str) -> Trace:
             if type(call_id) is not str:
                 field(message, "tool_call_id", str, name, where)
             text = content_text(message.get("content"), name, where)
-            steps.answer(call_id, text, text_error(text), StepRef(NAME, where, i, call_id), f"{where}.tool_call_id",
+            steps.answer(call_id, text, text_error(text), StepRef(NAME, where, i, call_id), "tool_call_id",
                          from_text=True)
         elif role in _TEXT_ROLES:
             text = content_text(message.get("content"), name, where)
@@ -120,7 +120,7 @@ def _assistant(steps: Steps, message: dict, i: int, where: str, name: str) -> No
             field(function, "name", str, name, f"{at}.function")
         if "arguments" not in function:
             fail(name, f"{at}.function.arguments", "missing")
-        steps.call(StepRef(NAME, at, i, call_id), tool, function["arguments"], call_id, f"{at}.id")
+        steps.call(StepRef(NAME, at, i, call_id), tool, function["arguments"], call_id, "id")
     if not text and not calls:
         steps.skip(StepRef(NAME, where, i), "assistant message with no text and no tool calls")
 

@@ -88,12 +88,12 @@ def _items(steps: Steps, items: list, base: str, name: str) -> None:
             if "arguments" not in item:
                 fail(name, f"{where}.arguments", "missing")
             steps.call(StepRef(NAME, where, i, call_id, event_id=_id(item)), field(item, "name", str, name, where),
-                       item["arguments"], call_id, f"{where}.call_id")
+                       item["arguments"], call_id, "call_id")
         elif kind == "function_call_output":
             call_id = field(item, "call_id", str, name, where)
             text = _text(item.get("output"), name, f"{where}.output")
             steps.answer(call_id, text, text_error(text), StepRef(NAME, where, i, call_id, event_id=_id(item)),
-                         f"{where}.call_id", from_text=True)
+                         "call_id", from_text=True)
         elif kind == "reasoning":
             text = _reasoning_text(item, name, where)
             if text:

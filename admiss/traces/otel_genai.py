@@ -158,7 +158,7 @@ class _Reading:
                 self.steps.skip(ref, "execute_tool span with no result recorded")
             return
         if requested:
-            self.steps.answer(call_id, result, error, ref, f"{where}.attributes", from_text=from_text)
+            self.steps.answer(call_id, result, error, ref, "attributes", from_text=from_text)
         else:  # the result stands in the call's own span: no result_ref apart from the call
             self.steps.resolve(call, result, error, None, from_text)
 
@@ -218,9 +218,9 @@ class _Reading:
             elif self.steps.is_open(call_id):
                 result = part.get("response", part.get("result"))
                 if isinstance(result, str):
-                    self.steps.answer(call_id, result, text_error(result), ref, f"{at}.id", from_text=True)
+                    self.steps.answer(call_id, result, text_error(result), ref, "id", from_text=True)
                 else:
-                    self.steps.answer(call_id, result, error_in(result), ref, f"{at}.id")
+                    self.steps.answer(call_id, result, error_in(result), ref, "id")
             elif self.steps.has_call(call_id):
                 self.steps.skip(ref, "a result its execute_tool span already gave")
             else:
@@ -248,7 +248,7 @@ class _Reading:
                     call_id = field(part, "id", str, self.name, part_at)
                     self.steps.call(StepRef(NAME, part_at, i, call_id, span_id=span.span_id),
                                     field(part, "name", str, self.name, part_at), part.get("arguments"), call_id,
-                                    f"{part_at}.id")
+                                    "id")
                 else:
                     self.steps.skip(ref, f"{kind} part")
             text = "\n".join(texts)

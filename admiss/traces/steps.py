@@ -83,10 +83,19 @@ class Step:
                  args: Any = None, args_parsed: bool = True, result: Any = None, outcome: str | None = None,
                  error: str | None = None, result_ref: StepRef | None = None, result_text: str | None = None,
                  args_text: str | None = None):
-        self.type, self.ref, self.text, self.tool_name = type, ref, text, tool_name
-        self.args, self.args_parsed, self.args_text, self.outcome, self.error, self.result_ref = (
-            args, args_parsed, args_text, outcome, error, result_ref)
-        self._result, self._result_text = result, result_text
+        # One statement per field: unpacking a tuple into them costs half as much again.
+        self.type = type
+        self.ref = ref
+        self.text = text
+        self.tool_name = tool_name
+        self.args = args
+        self.args_parsed = args_parsed
+        self.args_text = args_text
+        self.outcome = outcome
+        self.error = error
+        self.result_ref = result_ref
+        self._result = result
+        self._result_text = result_text
 
     @property
     def result(self) -> Any:

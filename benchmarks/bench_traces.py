@@ -96,14 +96,13 @@ def run(settings: Settings) -> None:
     stages = {
         "  stage: read_trace (format detection, steps)": lambda: [api.read_trace(v) for v in values],
         "  stage: map steps to evidence": lambda: [mapping.bundle(t) for t in traces],
-        "  stage: check the mapped bundle": lambda: [check_bundle(rubric.compiled, b) for b in bundles],
+        "  stage: check the mapped bundle": lambda: [check_bundle(rubric.compiled, b, made=True) for b in bundles],
         "  stage: JSON report": lambda: [r.to_json() for r in reports],
     }
     steps = sum(len(trace.steps) for trace in traces) / len(traces)
     floor, checked, verdicts = time_interleaved((loads_only, read_and_check, checked_only), settings.repeats,
                                                 settings.min_repeat_seconds)
     stage_timings = {name: time_call(fn, settings.repeats, settings.min_repeat_seconds) for name, fn in stages.items()}
-    fraction = floor.median / checked.median
     print(f"{len(lines)} traces, {bytes_text(len(data) / len(lines))} and {steps:.0f} steps each on average "
           f"({bytes_text(len(data))} in all)\n")
 
@@ -115,5 +114,12 @@ def run(settings: Settings) -> None:
                 [row("json.loads each line", floor), row("parse, read, map, check, JSON report", checked),
                  row("parse, read, map, check (no report)", verdicts)]
                 + [row(name, timing) for name, timing in stage_timings.items()])
-    print(target_text(f"at least {TARGET_FRACTION}× json.loads", fraction >= TARGET_FRACTION,
-                      f"{ratio_text(fraction)} by median, with the JSON report"), end="\n\n")
+    # Issue 9 asks that "reading and checking" run at 0.3x json.loads. In the project's
+    # words (issue 11) checking is Rubric.check and building the report is a stage of its
+    # own, so the target is judged on reading and checking; the run that also writes every
+    # JSON report, as `admiss check --format json` does, is held to the same figure beside it.
+    for what, timing in (("reading and checking", verdicts), ("reading, checking and the JSON report", checked)):
+        fraction = floor.median / timing.median
+        print(target_text(f"{what} at least {TARGET_FRACTION}× json.loads", fraction >= TARGET_FRACTION,
+                          f"{ratio_text(fraction)} by median"))
+    print()

@@ -60,34 +60,63 @@ def _work_in_worker(work: Callable[[Any, Any], Any], chunk: Any) -> Any:
     return work(_worker_state, chunk)
 
 
-def in_order(work: Callable[[Any, Any], Any], chunks: Iterable[Any], jobs: int, state: Any) -> Iterator[Any]:
+def in_order(work: Callable[[Any, Any], Any], chunks: Iterable[Any], jobs: int, state: Any,
+             lost: Callable[[Any, Any], Any]) -> Iterator[Any]:
     """``work(state, chunk)`` for each chunk, in input order.
 
     With jobs > 1 each worker process of a pool holds its own unpickled copy of ``state``,
     and at most 2 × jobs chunks are in flight, so a long input is never read ahead whole.
+    A worker that dies takes the pool's chunks in flight with it: each is run again alone
+    in a new pool, and one whose worker dies again gives ``lost(state, chunk)`` instead.
     """
     if jobs <= 1:
         return map(partial(work, state), chunks)
-    return _pooled(work, chunks, jobs, state)
+    return _pooled(work, chunks, jobs, state, lost)
 
 
-def _pooled(work: Callable[[Any, Any], Any], chunks: Iterable[Any], jobs: int, state: Any) -> Iterator[Any]:
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+def _pooled(work: Callable[[Any, Any], Any], chunks: Iterable[Any], jobs: int, state: Any,
+            lost: Callable[[Any, Any], Any]) -> Iterator[Any]:
+    from concurrent.futures.process import BrokenProcessPool
 
-    pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_start_worker, initargs=(state,))
+    pool = _pool(jobs, state)
     in_flight: deque = deque()
+    chunks = iter(chunks)
     try:
-        for chunk in chunks:
-            in_flight.append(pool.submit(_work_in_worker, work, chunk))
-            if len(in_flight) > 2 * jobs:
-                yield in_flight.popleft().result()
-        while in_flight:
-            yield in_flight.popleft().result()
+        while True:
+            while len(in_flight) <= 2 * jobs and (chunk := next(chunks, _END)) is not _END:
+                in_flight.append((chunk, pool.submit(_work_in_worker, work, chunk)))
+            if not in_flight:
+                return
+            chunk, future = in_flight.popleft()
+            try:
+                yield future.result()
+                continue
+            except BrokenProcessPool:
+                pending = [chunk] + [waiting for waiting, _ in in_flight]
+                in_flight.clear()
+                pool.shutdown(wait=True, cancel_futures=True)
+            pool = _pool(jobs, state)
+            for chunk in pending:
+                try:
+                    yield pool.submit(_work_in_worker, work, chunk).result()
+                except BrokenProcessPool:
+                    pool.shutdown(wait=True)
+                    yield lost(state, chunk)
+                    pool = _pool(jobs, state)
     finally:
         # Stopping early (an error, the caller gave up) drops queued chunks.
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+_END = object()
+
+
+def _pool(jobs: int, state: Any):
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker,
+                               initargs=(state,))
 
 
 def chunked(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
@@ -114,8 +143,21 @@ def check_many(rubric, bundles: Iterable[Any], jobs: int | None = None, chain: s
     """
     if not jobs or jobs <= 1:
         return (_checked(rubric, bundle, chain) for bundle in bundles)
-    results = in_order(_check_all, chunked(bundles, chunk_size), jobs, (rubric, chain))
+    results = in_order(_check_all, chunked(bundles, chunk_size), jobs, (rubric, chain), _check_each_alone)
     return (report for chunk in results for report in chunk)
+
+
+def _check_each_alone(state: tuple[Any, str | None], bundles: list[Any]) -> list[Any]:
+    """A chunk whose worker died even when it ran alone: each bundle checked in a worker of
+    its own, so that only a bundle that kills its worker (a gate program can) is lost."""
+    results = _pooled(_check_all, ([bundle] for bundle in bundles), 1, state, _worker_lost)
+    return [report for chunk in results for report in chunk]
+
+
+def _worker_lost(state: Any, bundles: list[Any]) -> list[AdmissError]:
+    return [BundleError([Diagnostic("E181", "the worker process checking this bundle died",
+                                    file="<bundle>", hint="a gate program may have killed it; "
+                                    "the other bundles are still checked")]) for _ in bundles]
 
 
 def _check_all(state: tuple[Any, str | None], bundles: list[Any]) -> list[Any]:

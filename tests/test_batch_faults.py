@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+import admiss
 from admiss.runner import cut_pieces
 from test_seed import SHORTCUT, STRICT, TEN_K
 
@@ -190,3 +191,18 @@ def test_a_signal_to_the_parent_takes_every_worker_with_it(chain_folder, signum)
     while any(_alive(w) for w in workers) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(_alive(w) for w in workers)
+
+
+def test_check_many_loses_only_the_bundle_whose_gate_kills_its_worker(chain_folder, monkeypatch):
+    monkeypatch.chdir(chain_folder)  # the gate's CMD names gate.py relative to the working folder
+    rubric = admiss.load(chain_folder / "chain.rubric")
+    outputs = ["ok"] * 12
+    outputs[3] = "KILL"
+    bundles = [json.loads(bundle_line(o, n)) for n, o in enumerate(outputs)]
+    results = list(admiss.check_many(rubric, bundles, jobs=2, chunk_size=4))
+    assert len(results) == 12
+    for n, result in enumerate(results):
+        if outputs[n] == "KILL":
+            assert isinstance(result, admiss.AdmissError) and result.diagnostics[0].code == "E181"
+        else:
+            assert result.verdict == "pass", n

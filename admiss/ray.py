@@ -150,8 +150,8 @@ def lines_dataset(paths: Iterable[str | Path], pieces_per_file: int = 8) -> "ray
                            "first_line": piece.first_line})
     # Reading is light: it takes no CPU from the actors that check, and at most two tasks
     # read at once (zero-CPU tasks are otherwise started without bound).
-    return ray.data.from_items(pieces, override_num_blocks=len(pieces)).flat_map(_read_lines, num_cpus=0,
-                                                                                 concurrency=2)
+    return ray.data.from_items(pieces, override_num_blocks=len(pieces)).flat_map(
+        _read_lines, num_cpus=0, compute=ray.data.TaskPoolStrategy(size=2))
 
 
 def check_dataset(dataset_or_paths: Any, rubric: Rubric | str | Path, output: str | Path, *,

@@ -79,13 +79,17 @@ class Rubric:
             return check_trace(self.compiled, trace, name, runtime, chain, live)
         return check_bundle(self.compiled, bundle, name, runtime, chain, live)
 
-    def prepare(self, chain: str | None = None) -> None:
+    def prepare(self, chain: str | None = None, live: bool = False) -> None:
         """Build the chain that ``check`` would run, before any bundle: raises InputError for
         a gate that cannot be built, and E140 for a model whose provider admiss.toml lacks
-        (unless the rubric was loaded offline). ``check`` does the same on first use."""
+        (unless the rubric was loaded offline); with ``live``, for a rung's model too.
+        ``check`` does the same on first use."""
         runtime = self._run_state()
         if runtime is not None:
-            runtime.chain(runtime.chain_name(chain))
+            name = runtime.chain_name(chain)
+            runtime.chain(name)
+            if live:
+                runtime.require_rung_providers(name)
 
     def _run_state(self) -> Runtime | None:
         if self._runtime is None and self.compiled.ir.chains:

@@ -254,6 +254,13 @@ def model_calls(chain: ir.Chain) -> list[ModelCall]:
             for rung in chain.rungs for gate in rung.gates for model, span in _models_called(gate)]
 
 
+def rung_calls(chain: ir.Chain) -> list[ModelCall]:
+    """The models of a chain's rungs, which a live run (``check --live``) calls for a rung
+    the bundle gives no candidate."""
+    return [ModelCall(rung.model, f"rung {rung.name} (run with --live)", rung.span) for rung in chain.rungs
+            if rung.model is not None]
+
+
 def _models_called(gate: ir.Gate) -> list[tuple[str, Span]]:
     if gate.kind == "judge" and gate.model:
         return [(gate.model, gate.span)]

@@ -78,6 +78,13 @@ class Runtime:
                                                _warn)
         return self._chains[name]
 
+    def require_rung_providers(self, name: str) -> None:
+        """E140 for a rung of chain ``name`` whose model's provider admiss.toml lacks: a
+        live run calls them."""
+        from admiss.cascade import rung_calls
+
+        self.require_providers(rung_calls(next(c for c in self.rubric.ir.chains if c.name == name)))
+
     def require_providers(self, calls: list) -> None:
         """Raise InputError E140 for every call whose provider admiss.toml lacks (unless offline)."""
         from admiss.config import missing_providers
@@ -200,6 +207,7 @@ def _run_chain(runtime: Runtime, chain_name: str, bundle: dict, name: str, live:
         return compiled.run(candidates, costs, runtime.event_loop())
     from admiss.serve.calls import LiveRungs
 
+    runtime.require_rung_providers(chain_name)
     prompt = bundle.get("prompt")
     if request is None and prompt is not None:
         request = [{"role": "user", "content": prompt}]

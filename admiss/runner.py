@@ -211,7 +211,7 @@ class CheckRun:
         self.fixed_rubric = rubric if rubric is not None else self.rubric_at(options.rubric) if options.rubric else None
         if self.fixed_rubric is not None:
             # Before any bundle: a gate's missing provider stops the run here, once.
-            self.fixed_rubric.prepare(options.chain)
+            self.fixed_rubric.prepare(options.chain, options.live)
 
     def __getstate__(self) -> dict:
         return {"options": self.options, "many": self.many, "fixed_rubric": self.fixed_rubric, "rubrics": {}}

@@ -70,3 +70,21 @@ def test_live_serves_the_traces_own_answer_when_it_passes(tmp_path, upstream):
     code, report = _check(tmp_path, _trace(task, GOOD, "fake/cheap"), "--live")
     assert code == 0 and report["chain"]["served"] == "cheap"
     assert upstream_calls(upstream, marker) == []  # the trace's answer was gated; no rung was called
+
+
+def test_live_refuses_before_any_bundle_a_rung_whose_provider_is_missing(tmp_path, upstream):
+    (tmp_path / "r.rubric").write_text(RUBRIC.replace('"fake/strong"', '"elsewhere/strong"'))
+    (tmp_path / "admiss.toml").write_text(f'[providers.fake]\nbase_url = "{upstream.url}"\n')
+    marker, task = prompt({"cheap": "called"})
+    (tmp_path / "t.json").write_text(json.dumps(_trace(task, "not json", "cheap")))
+    ran = subprocess.run([sys.executable, "-m", "admiss", "check", "--rubric", "r.rubric", "t.json", "--live"],
+                         capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert ran.returncode == 2 and ran.stdout == "" and "Traceback" not in ran.stderr
+    line = next(n for n, text in enumerate(RUBRIC.splitlines(), 1) if "RUNG strong" in text)
+    assert f"r.rubric:{line}:3: E140 rung strong (run with --live) calls elsewhere/strong, but no " \
+           "[providers.elsewhere] table" in ran.stderr
+    assert upstream_calls(upstream, marker) == []
+    # Without --live no rung is called, so nothing is missing.
+    ran = subprocess.run([sys.executable, "-m", "admiss", "check", "--rubric", "r.rubric", "t.json"],
+                         capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert ran.returncode == 1, ran.stderr

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 from gatewaykit import prompt, upstream_calls
+from test_router import _check  # the same `admiss check --format json` run on one file
 
 GOOD = '{"answer": 42}'
 RUBRIC = """
@@ -34,15 +34,6 @@ def _trace(task: str, answer: str, model: str) -> dict:
         {"role": "tool", "tool_call_id": "call_1", "content": "{\"found\": true}"},
         {"role": "assistant", "content": answer},
     ]}
-
-
-def _check(folder: Path, trace: dict, *options: str) -> tuple[int, dict]:
-    (folder / "t.json").write_text(json.dumps(trace))
-    ran = subprocess.run([sys.executable, "-m", "admiss", "check", "--format", "json", "--rubric",
-                          str(folder / "r.rubric"), str(folder / "t.json"), *options],
-                         capture_output=True, text=True, timeout=60, cwd=folder)
-    assert "Traceback" not in ran.stderr
-    return ran.returncode, json.loads(ran.stdout)
 
 
 def test_live_sends_a_traces_task_to_the_rungs_its_model_did_not_run(tmp_path, upstream):

@@ -224,3 +224,11 @@ def test_a_results_error_is_found_without_parsing_the_same_as_with(text, escaped
     if escaped:  # the same JSON with every "e" written as an escape
         text = text.replace("e", "\\u0065")
     assert text_error(text) == error_in(result_value(text))
+
+
+def test_a_step_reference_is_a_value():
+    from admiss.traces.steps import StepRef
+
+    first, again = StepRef("openai_chat", "messages[2]", 2, "call_1"), StepRef("openai_chat", "messages[2]", 2, "call_1")
+    assert first == again and hash(first) == hash(again) and {first: "seen"}[again] == "seen"
+    assert first != StepRef("openai_chat", "messages[2]", 2, "call_2")

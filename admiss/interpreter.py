@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from admiss.bundle import evidence_rows, rung_problems
+from admiss.bundle import evidence_count_problem, evidence_rows, rung_problems
 from admiss.compiler import CompiledRubric, offered, rows_of
 from admiss.errors import input_error
 from admiss.report import CheckReport
@@ -154,9 +154,9 @@ def check_bundle(rubric: CompiledRubric, bundle: Any, bundle_name: str | None = 
     construction and is not validated again.
     """
     name = bundle_name or "<bundle>"
-    if made:
+    if made and evidence_count_problem(bundle) is None:
         rows, scoped = rows_of(bundle["evidence"]), rubric.mapping.scoped
-    else:
+    else:  # B005 for a trace of more steps than the limit, as for a bundle
         rows, scoped = evidence_rows(bundle, name, rubric.property_names)
     results = [prop.check(offered(rows, prop.name) if scoped else rows) for prop in rubric.properties]
     evidence = bundle.get("evidence", ())

@@ -121,6 +121,11 @@ def test_too_many_evidence_items_is_b005_counting_the_candidates(small_limits):
         rubric.check({"evidence": [_item(), _item()], "candidates": [{"rung": "r", "evidence": [_item(), _item()]}]})
     assert _single(caught.value)[:2] == ("B005", "evidence: 4 evidence items in the bundle; the limit is 3")
     assert rubric.check({"evidence": [_item()] * 3}).verdict == "fail"
+    # A trace's steps are its evidence: the same limit holds.
+    trace = [{"role": "user", "content": "Go."}] + [{"role": "assistant", "content": f"step {n}"} for n in range(4)]
+    with pytest.raises(BundleError) as caught:
+        rubric.check(trace)
+    assert _single(caught.value)[:2] == ("B005", "evidence: 4 evidence items in the bundle; the limit is 3")
 
 
 def test_a_string_over_the_limit_is_b006_at_its_path(small_limits):

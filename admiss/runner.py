@@ -37,6 +37,7 @@ from admiss.collector import freeze_long_lived
 from admiss.errors import AdmissError, BundleError, Diagnostic, input_error
 from admiss.files import reading
 from admiss.jsonio import dumps_indented, dumps_line
+from admiss.report.text import one_line
 from admiss.source import Source, Span
 from admiss.traces.input import is_trace
 
@@ -267,7 +268,7 @@ class CheckRun:
             return report.to_json(self.options.report == "full", indent=not self.many)
         if fmt == "rich":
             return report
-        text = f"==> {report.bundle_name} <==\n{report.to_text()}" if self.many else report.to_text()
+        text = f"==> {one_line(report.bundle_name)} <==\n{report.to_text()}" if self.many else report.to_text()
         # A lone surrogate (a "\ud800" escape in a bundle) is written as that escape.
         return text.encode("utf-8", "backslashreplace")
 

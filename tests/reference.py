@@ -116,9 +116,33 @@ def check(rubric: RubricSpec, bundle: dict) -> dict:
     }
 
 
+# The seed prints what a bundle wrote as it is. admiss shows every character that could act
+# on a terminal as its Python escape, and the line ends of an excluded detail too (so that
+# a detail cannot start a line of the report); written here character by character.
+_BIDI = {0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A)}
+
+
+def _terminal_safe(text: str, keep_line_ends: bool = True) -> str:
+    out = []
+    for char in text:
+        code = ord(char)
+        if char == "\t" or (char == "\n" and keep_line_ends):
+            out.append(char)
+        elif char in "\n\r\v\f":
+            out.append({"\n": "\\n", "\r": "\\r", "\v": "\\v", "\f": "\\f"}[char])
+        elif code < 0x20 or 0x7F <= code <= 0x9F:
+            out.append("\\x%02x" % code)
+        elif code in _BIDI or 0xD800 <= code <= 0xDFFF:
+            out.append("\\u%04x" % code)
+        else:
+            out.append(char)
+    return "".join(out)
+
+
 def property_block(prop: dict) -> str:
     # The seed prints the admitted details as a Python list, repr and all.
-    excluded = "; ".join(f"{e['detail']} ({e['reason']})" for e in prop["excluded"])
+    excluded = "; ".join(f"{_terminal_safe(e['detail'], keep_line_ends=False)} ({e['reason']})"
+                         for e in prop["excluded"])
     return "\n".join(
         [
             f"property: {prop['property']}",
@@ -141,7 +165,7 @@ def to_text(report: dict) -> str:
         f"aggregate: {report['aggregate']}\n"
         f"missing_evidence_count: {report['missing_evidence_count']}"
     )
-    return f"{blocks}\n{tail}" if blocks else tail
+    return _terminal_safe(f"{blocks}\n{tail}" if blocks else tail)
 
 
 def project(actual, expected):

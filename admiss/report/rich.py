@@ -17,7 +17,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from admiss.report.text import OFFLINE_LINE, printable
+from admiss.report.text import OFFLINE_LINE, one_line, printable
 
 if TYPE_CHECKING:
     from admiss.cascade import ChainResult
@@ -38,9 +38,10 @@ def _rules_table(result: "PropertyResult") -> Table:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="dim")
     table.add_column()
-    table.add_row("admissible", ", ".join(prop.admissible) or "—")
-    table.add_row("forbidden", ", ".join(prop.forbidden) or "—")
-    table.add_row("shortcuts rejected", ", ".join(prop.shortcut_rejections) or "—")
+    # A shortcut label such as "[draft] memo" is text, not markup.
+    table.add_row("admissible", Text(", ".join(prop.admissible) or "—"))
+    table.add_row("forbidden", Text(", ".join(prop.forbidden) or "—"))
+    table.add_row("shortcuts rejected", Text(one_line(", ".join(prop.shortcut_rejections)) or "—"))
     table.add_row("default verdict", prop.default)
     return table
 
@@ -50,12 +51,14 @@ def _evidence_table(result: "PropertyResult") -> Table:
     table.add_column("evidence")
     table.add_column("outcome")
     table.add_column("clause", style="dim")
+    # A bundle's strings go in as Text, never as console markup: "[/]" in a detail would be
+    # a markup error, "[bold]" a style the bundle chose.
     for detail in result.evidence:
-        table.add_row(printable(detail), Text("admitted", style="green"), "")
+        table.add_row(Text(one_line(detail)), Text("admitted", style="green"), "")
     for item, exclusion in result.excluded:
         clause = exclusion.clause
         where = f"line {clause['line']}: {clause['keyword']} {clause['value'] or ''}".rstrip()
-        table.add_row(printable(item["detail"]), Text(exclusion.reason, style="red"), where)
+        table.add_row(Text(one_line(item["detail"])), Text(exclusion.reason, style="red"), Text(one_line(where)))
     if not result.evidence and not result.excluded:
         table.add_row(Text("no evidence offered", style="dim"), "", "")
     return table
@@ -72,7 +75,7 @@ def chain_table(chain: "ChainResult") -> Table:
     for column in ("rung", "gate", "verdict", "score", "cost $", "ms", "reason"):
         table.add_column(column, overflow="fold")
     for rung in chain.rungs:
-        table.add_row(Text.assemble(rung.rung, " ", _verdict(rung.outcome)), rung.model or "", "", "",
+        table.add_row(Text.assemble(rung.rung, " ", _verdict(rung.outcome)), Text(one_line(rung.model or "")), "", "",
                       f"{rung.cost_usd:.6f}", "", "", end_section=not rung.gates)
         for i, gate in enumerate(rung.gates):
             shown = _verdict(gate.verdict)
@@ -80,14 +83,20 @@ def chain_table(chain: "ChainResult") -> Table:
                 shown = Text.assemble(shown, " → ", _verdict(gate.effective))
             score = "" if gate.score is None else f"{gate.score:.2f}"
             table.add_row("", gate.gate, shown, score, f"{gate.gate_cost_usd:.6f}", f"{gate.duration_ms:.0f}",
-                          printable(gate.reason), end_section=i == len(rung.gates) - 1)
+                          Text(one_line(gate.reason or "")), end_section=i == len(rung.gates) - 1)
     return table
 
 
+def report_console(**options) -> Console:
+    """A console that reads no markup, emoji codes or highlighting into what it prints: the
+    strings it shows come from rubrics, bundles and receipts."""
+    return Console(markup=False, emoji=False, highlight=False, **options)
+
+
 def print_report(report: "ReportData", console: Console | None = None) -> None:
-    console = console or Console()
+    console = console or report_console()
     if report.bundle_name:
-        console.rule(printable(report.bundle_name))
+        console.rule(Text(one_line(report.bundle_name)))
     if report.chain is not None and report.chain.offline:
         console.print(Panel(Text(OFFLINE_LINE, style="bold yellow"), title="OFFLINE", title_align="left",
                             border_style="yellow"))
@@ -113,7 +122,7 @@ class ReportWriter:
     then as one precomputed styled line each."""
 
     def __init__(self, console: Console | None = None):
-        self.console = console or Console()
+        self.console = console or report_console()
         self.drawn = 0
         self._styled: dict[str, str] = {}
 
@@ -128,7 +137,7 @@ class ReportWriter:
         self.drawn += 1
 
     def summary_line(self, report: "CheckReport") -> str:
-        return (f"{self.styled(report.verdict)} {printable(report.bundle_name or '<bundle>')}"
+        return (f"{self.styled(report.verdict)} {one_line(report.bundle_name or '<bundle>')}"
                 f"  missing evidence: {report.missing_evidence_count}\n")
 
     def styled(self, verdict: str) -> str:
@@ -242,7 +251,7 @@ def _savings_by_gate(data: dict) -> Table:
 
 def print_savings(data: dict, console: Console | None = None) -> None:
     """The figures of ``admiss.savings.savings`` as three tables, then why any request is unpriced."""
-    console = console or Console()
+    console = console or report_console()
     # Headings apart from the tables: a table's title is padded with spaces to its width.
     for heading, table in (("savings", _savings_summary), ("by rung", _savings_by_rung), ("by gate", _savings_by_gate)):
         console.print(Text(heading, style="bold"))

@@ -47,7 +47,7 @@ def _property_text(prop: "CompiledProperty") -> _PropertyText:
 def property_block(result: "PropertyResult") -> str:
     """One property's lines; the seed prints the evidence list as Python's repr of it."""
     parts = _property_text(result.prop)
-    excluded = "; ".join([f"{item['detail']} ({exclusion.reason})" for item, exclusion in result.excluded])
+    excluded = "; ".join([f"{one_line(item['detail'])} ({exclusion.reason})" for item, exclusion in result.excluded])
     return f"{parts.head}{result.evidence!r}\nexcluded: {excluded}{parts.tails[result.rationale]}"
 
 
@@ -55,7 +55,7 @@ def _gate_line(record: "GateRecord") -> str:
     shown = record.verdict if record.verdict == record.effective else f"{record.verdict} -> {record.effective}"
     score = f" score={record.score:g}" if record.score is not None else ""
     cost = f" ${record.gate_cost_usd:.6f}" if record.gate_cost_usd else ""
-    reason = f" ({record.reason})" if record.reason else ""
+    reason = f" ({one_line(record.reason)})" if record.reason else ""
     return f"  gate {record.gate}: {shown}{score}{cost}{reason}"
 
 
@@ -63,7 +63,7 @@ def chain_lines(chain: "ChainResult") -> list[str]:
     """The receipt in short: each rung tried, its gates, what served, the two spends."""
     lines = [f"chain: {chain.name}"]
     for rung in chain.rungs:
-        model = f" [{rung.model}]" if rung.model else ""
+        model = f" [{one_line(rung.model)}]" if rung.model else ""
         lines.append(f"rung {rung.rung}{model}: {rung.outcome} (model ${rung.cost_usd:.6f})")
         lines.extend(_gate_line(g) for g in rung.gates)
     lines.append(f"served: {chain.served if chain.served is not None else 'none (exhausted)'}")
@@ -72,16 +72,33 @@ def chain_lines(chain: "ChainResult") -> list[str]:
     return lines
 
 
-# A lone surrogate (JSON allows "\ud800") cannot be encoded as UTF-8, so no stream could
-# print it: the report shows it as the escape it was written as.
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+# What a report shows of a bundle's or trace's strings (details, gate reasons, names) is
+# written by whoever made the bundle, and must not act on the terminal that shows it: no
+# control character (an escape sequence could clear the screen or rewrite a line, a carriage
+# return overwrite one), no bidirectional override (it could show text in another order
+# than it has), and no lone surrogate (JSON allows "\ud800", but no stream can print it).
+# Each is shown as the escape it would be written as in Python.
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_NAMED = {"\r": "\\r", "\x0b": "\\v", "\x0c": "\\f"}
+
+
+def _escaped(match: re.Match) -> str:
+    char = match.group()
+    code = ord(char)
+    return _NAMED.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
 
 
 def printable(text: str) -> str:
-    """``text`` with each lone surrogate written as its ``\\uXXXX`` escape."""
-    if text.isascii() or _LONE_SURROGATE.search(text) is None:
-        return text
-    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    """``text`` with every character that could act on a terminal written as its escape;
+    line ends and tabs are kept."""
+    return text if _UNPRINTABLE.search(text) is None else _UNPRINTABLE.sub(_escaped, text)
+
+
+def one_line(text: str) -> str:
+    """``printable(text)`` with its line ends escaped too: a field of the report that a
+    bundle wrote must not start a line of its own (a forged "verdict: pass")."""
+    text = printable(text)
+    return text if "\n" not in text else text.replace("\n", "\\n")
 
 
 def report_text(report: "ReportData") -> str:

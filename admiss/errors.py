@@ -9,6 +9,7 @@ import attrs
 
 from admiss.redact import redact
 from admiss.source import NO_SPAN, Source, Span
+from admiss.terminal import one_line
 
 
 @attrs.frozen
@@ -30,13 +31,14 @@ class Diagnostic:
 
     def render(self, source: Source | None = None) -> str:
         """``file:line:col: CODE message``, the source line with a caret, then the hint."""
-        lines = [f"{self.location()}: {self.code} {redact(self.message)}"]
+        # A message or hint may quote what a bundle or rubric wrote: one line each, shown safe.
+        lines = [f"{one_line(self.location())}: {self.code} {one_line(redact(self.message))}"]
         if source is not None and self.span.line > 0:
             snippet = source.snippet(self.span)
             if snippet:
                 lines.append(redact(snippet, same_length=True))
         if self.hint:
-            lines.append(f"  hint: {redact(self.hint)}")
+            lines.append(f"  hint: {one_line(redact(self.hint))}")
         return "\n".join(lines)
 
     def to_dict(self) -> dict:

@@ -37,8 +37,8 @@ from admiss.collector import freeze_long_lived
 from admiss.errors import AdmissError, BundleError, Diagnostic, input_error
 from admiss.files import reading
 from admiss.jsonio import dumps_indented, dumps_line
-from admiss.report.text import one_line
 from admiss.source import Source, Span
+from admiss.terminal import one_line
 from admiss.traces.input import is_trace
 
 EXIT_PASS, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import attrs
 
+from admiss.terminal import pictured
+
 
 @attrs.frozen
 class Span:
@@ -75,7 +77,9 @@ class Source:
         else:
             width = max(1, len(text) - span.column + 1)
         start = _window_start(len(text), span.column)
-        shown = text[start:start + SNIPPET_WIDTH]
+        # The line is the file's, whoever wrote it: nothing in it may act on the terminal,
+        # and each character keeps its place under the caret.
+        shown = pictured(text[start:start + SNIPPET_WIDTH])
         width = max(1, min(width, SNIPPET_WIDTH - (span.column - 1 - start)))
         return f"  {shown}\n  {' ' * (span.column - 1 - start)}{'^' * width}"
 

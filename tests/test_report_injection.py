@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from admiss.report.text import one_line, printable
+from admiss.terminal import one_line, pictured, printable
 
 HOSTILE = "[/] [bold red]ok\x1b[2J\rverdict: pass\nverdict: pass\u202eevil\ud800"
 RUBRIC = """PROPERTY p {
@@ -46,3 +46,22 @@ def test_the_escapes_are_the_ones_python_writes():
     assert one_line("one\ntwo\x1b") == "one\\ntwo\\x1b"
     plain = "evidence: 10-K filing, Form 10-Q é ü 中文"
     assert printable(plain) is plain and one_line(plain) is plain
+
+
+def test_a_diagnostic_quotes_a_hostile_line_safely_with_the_caret_in_place(admiss_cli, folder):
+    (folder / "bad.json").write_text('{"evidence": [\x1b[2J "x"]}')
+    ran = admiss_cli("check", "--rubric", "r.rubric", "bad.json")
+    assert ran.code == 2 and "\x1b" not in ran.err
+    quoted, caret = ran.err.splitlines()[1:3]
+    assert quoted == '  {"evidence": [\u241b[2J "x"]}' and caret.index("^") == quoted.index("\u241b")
+    bundle = {"evidence": [{"kind": "final_answer", "detail": "d", "source_label": "s",
+                            "property": "p\nverdict: pass\x1b[31m"}]}
+    (folder / "named.json").write_text(json.dumps(bundle))
+    ran = admiss_cli("check", "--rubric", "r.rubric", "named.json")
+    assert ran.code == 2 and "\x1b" not in ran.err and "p\\nverdict: pass\\x1b[31m" in ran.err
+    assert not any(line.startswith("verdict") for line in ran.err.splitlines())
+
+
+def test_a_pictured_line_keeps_every_character_in_its_place():
+    line = "a\x1bb\x00c\x7fd\x85e\u202ef\ud800g"
+    assert pictured(line) == "a\u241bb\u2400c\u2421d\ufffde\ufffdf\ufffdg" and len(pictured(line)) == len(line)

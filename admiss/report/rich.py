@@ -17,7 +17,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from admiss.report.text import OFFLINE_LINE, one_line, printable
+from admiss.report.text import OFFLINE_LINE
+from admiss.terminal import one_line
 
 if TYPE_CHECKING:
     from admiss.cascade import ChainResult

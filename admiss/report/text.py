@@ -7,10 +7,10 @@ directly after the last block.
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 from admiss.compiler import VERDICT_OF_RATIONALE
+from admiss.terminal import one_line, printable
 
 if TYPE_CHECKING:
     from admiss.cascade import ChainResult, GateRecord
@@ -70,35 +70,6 @@ def chain_lines(chain: "ChainResult") -> list[str]:
     lines.append(f"model_cost_usd: {chain.model_cost_usd:.6f}")
     lines.append(f"gate_cost_usd: {chain.gate_cost_usd:.6f}")
     return lines
-
-
-# What a report shows of a bundle's or trace's strings (details, gate reasons, names) is
-# written by whoever made the bundle, and must not act on the terminal that shows it: no
-# control character (an escape sequence could clear the screen or rewrite a line, a carriage
-# return overwrite one), no bidirectional override (it could show text in another order
-# than it has), and no lone surrogate (JSON allows "\ud800", but no stream can print it).
-# Each is shown as the escape it would be written as in Python.
-_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-_NAMED = {"\r": "\\r", "\x0b": "\\v", "\x0c": "\\f"}
-
-
-def _escaped(match: re.Match) -> str:
-    char = match.group()
-    code = ord(char)
-    return _NAMED.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
-
-
-def printable(text: str) -> str:
-    """``text`` with every character that could act on a terminal written as its escape;
-    line ends and tabs are kept."""
-    return text if _UNPRINTABLE.search(text) is None else _UNPRINTABLE.sub(_escaped, text)
-
-
-def one_line(text: str) -> str:
-    """``printable(text)`` with its line ends escaped too: a field of the report that a
-    bundle wrote must not start a line of its own (a forged "verdict: pass")."""
-    text = printable(text)
-    return text if "\n" not in text else text.replace("\n", "\\n")
 
 
 def report_text(report: "ReportData") -> str:

@@ -216,7 +216,7 @@ def _savings_summary(data: dict) -> Table:
     table = Table()
     table.add_column("")
     for name, _ in columns:
-        table.add_column(name, justify="right", overflow="fold")
+        table.add_column(one_line(name), justify="right", overflow="fold")
     for label, shown in _SUMMARY_ROWS:
         style = "bold" if label in ("net saving", "top-rung cost") else None
         table.add_row(label, *(shown(figures) for _, figures in columns), style=style,
@@ -230,7 +230,8 @@ def _savings_by_rung(data: dict) -> Table:
         table.add_column(column, justify="left" if column in ("chain", "rung") else "right", overflow="fold")
     for chain in data["chains"]:
         for i, rung in enumerate(chain["rungs"]):
-            table.add_row(chain["chain"] if i == 0 else "", rung["rung"], str(rung["reached"]), str(rung["served"]),
+            table.add_row(one_line(chain["chain"]) if i == 0 else "", one_line(rung["rung"]), str(rung["reached"]),
+                          str(rung["served"]),
                           _percent(rung["served_share"]), _usd(rung["model_cost_usd"]), _usd(rung["gate_cost_usd"]),
                           end_section=i == len(chain["rungs"]) - 1)
     return table
@@ -244,7 +245,9 @@ def _savings_by_gate(data: dict) -> Table:
         rows = [(rung["rung"], gate) for rung in chain["rungs"] for gate in rung["gates"]]
         for i, (rung, gate) in enumerate(rows):
             first_of_rung = i == 0 or rows[i - 1][0] != rung
-            table.add_row(chain["chain"] if i == 0 else "", rung if first_of_rung else "", gate["gate"],
+            # Names read from receipts or reports, which another program may have written.
+            table.add_row(one_line(chain["chain"]) if i == 0 else "", one_line(rung) if first_of_rung else "",
+                          one_line(gate["gate"]),
                           str(gate["runs"]), str(gate["pass"]), str(gate["fail"]), str(gate["abstain"]),
                           _usd(gate["gate_cost_usd"]), end_section=i == len(rows) - 1)
     return table
@@ -258,4 +261,4 @@ def print_savings(data: dict, console: Console | None = None) -> None:
         console.print(Text(heading, style="bold"))
         console.print(table(data))
     for note, count in data["unpriced_notes"].items():
-        console.print(Text(f"unpriced ({count}): {note}", style="yellow"))
+        console.print(Text(f"unpriced ({count}): {one_line(note)}", style="yellow"))

@@ -97,7 +97,7 @@ class Router:
         self.config: Config = self.ctx.config
         _check_servable(self.chain, self.config, rubric.compiled.origin)
         self._secrets = [s for s in self.ctx.providers.api_keys() if len(s) >= 4]
-        _use_fast_transport(self.ctx.providers)
+        _use_fast_sender(self.ctx.providers)
         self._owns_store = isinstance(store, (str, Path))
         self._store = _writer_for(Path(store)) if self._owns_store else store
         self.listeners: list[Callable[[dict[str, Any]], None]] = []
@@ -277,11 +277,11 @@ def _writer_for(path: Path) -> StoreWriter:
         raise InputError([Diagnostic("E152", str(exc), file=str(path))]) from None
 
 
-def _use_fast_transport(providers) -> None:
+def _use_fast_sender(providers) -> None:
     """Send model calls through aiohttp's pool when it is installed (the serve extra has it):
-    httpx's own pool is the gateway's bottleneck under concurrency (see transport.py)."""
+    httpx costs the gateway several times the CPU per call under concurrency (see transport.py)."""
     try:
-        from admiss.serve.transport import AiohttpTransport
+        from admiss.serve.transport import AiohttpSender
     except ImportError:
         return
-    providers.use_transport(AiohttpTransport)
+    providers.use_sender(AiohttpSender)

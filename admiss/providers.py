@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import json
 import os
 from typing import Any, Awaitable, Callable, Mapping, Protocol, Sequence, TypeVar
 
@@ -79,12 +78,7 @@ class Reply:
         return self.body.decode("utf-8", errors="replace")
 
     def json(self) -> Any:
-        try:
-            return jsonio.loads(self.body)
-        except jsonio.DecodeError:
-            # What orjson refuses but JSON allows (a lone surrogate escape, a huge number)
-            # still parses, and malformed JSON still fails, as ValueError.
-            return json.loads(self.body)
+        return jsonio.loads_any(self.body)
 
 
 class CannotConnect(Exception):

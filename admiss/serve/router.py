@@ -16,8 +16,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import secrets
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
@@ -127,9 +127,11 @@ class Router:
         rungs = LiveRungs(self.ctx, self.chain.name, messages, params, calls=recording_calls())
         result = await self.chain.arun(rungs.produce)
         finished = time.perf_counter()
+        # One draw from the system's randomness for both ids.
+        token = os.urandom(24).hex()
         receipt = self._redacted({
-            "id": "rcpt_" + secrets.token_hex(12),
-            "request_id": "chatcmpl-" + secrets.token_hex(12),
+            "id": "rcpt_" + token[:24],
+            "request_id": "chatcmpl-" + token[24:],
             "created_at": created_at,
             "chain": chain_dict(result),
             "usage": rungs.usage(),
@@ -138,9 +140,7 @@ class Router:
             "top_rung": {"rung": self.top_rung.name, "model": self.top_rung.model},
             "model_errors": [{"rung": rung, "error": error} for rung, error in rungs.errors.items()],
         })
-        # Shielded: once the cascade has run, its receipt is stored and counted even if the
-        # caller gives up now, so the store and the counters never disagree.
-        await asyncio.shield(self._keep(receipt))
+        await self._keep(receipt)
         call = rungs.calls.get(result.served) if result.served is not None else None
         return Served(
             output=call.completion.text if call else None,
@@ -151,8 +151,20 @@ class Router:
         )
 
     async def _keep(self, receipt: dict[str, Any]) -> None:
-        if self._store is not None:
-            await self._store.put(receipt)
+        """Store and count the receipt. Once queued it is committed and counted even if the
+        caller gives up while it waits, so the store and the counters never disagree."""
+        if self._store is None:
+            self._tell(receipt)
+            return
+        committed = self._store.queue(receipt)
+        committed.add_done_callback(partial(self._tell_if_stored, receipt))
+        await asyncio.shield(committed)
+
+    def _tell_if_stored(self, receipt: dict[str, Any], committed: asyncio.Future) -> None:
+        if not committed.cancelled() and committed.exception() is None:
+            self._tell(receipt)
+
+    def _tell(self, receipt: dict[str, Any]) -> None:
         for listener in self.listeners:
             listener(receipt)
 

@@ -51,7 +51,7 @@ class StoreError(Exception):
 def utc_timestamp(moment: datetime | None = None) -> str:
     """``moment`` (default: now) as the store writes times: UTC, milliseconds, a ``Z``."""
     moment = (moment or datetime.now(timezone.utc)).astimezone(timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    return moment.isoformat(timespec="milliseconds")[:-len("+00:00")] + "Z"
 
 
 def _row(receipt: dict[str, Any]) -> tuple:
@@ -174,12 +174,17 @@ class StoreWriter:
         self._checkpoints = _Checkpointer(store)
 
     async def put(self, receipt: dict[str, Any]) -> None:
+        await self.queue(receipt)
+
+    def queue(self, receipt: dict[str, Any]) -> asyncio.Future:
+        """Queue ``receipt`` for the next commit; the returned future is settled by it
+        (StoreError when it failed). Call from the event loop."""
         loop = asyncio.get_running_loop()
         done = loop.create_future()
         if not self._pending:
             loop.call_soon(self._commit)
         self._pending.append((_row(receipt), done))
-        await done
+        return done
 
     def _commit(self) -> None:
         with self._lock:

@@ -120,9 +120,9 @@ def _free_port() -> int:
 UPSTREAM_DELAYS_S = (0.0, 0.1)
 
 
-def _start_upstream(delay_s: float) -> tuple[subprocess.Popen, int]:
-    process = subprocess.Popen([sys.executable, str(Path(__file__).parent / "fake_upstream.py"), str(delay_s)],
-                               stdout=subprocess.PIPE, text=True)
+def _start_upstream(delay_s: float, spread_s: float = 0.0) -> tuple[subprocess.Popen, int]:
+    process = subprocess.Popen([sys.executable, str(Path(__file__).parent / "fake_upstream.py"), str(delay_s),
+                                str(spread_s)], stdout=subprocess.PIPE, text=True)
     return process, int(process.stdout.readline())
 
 

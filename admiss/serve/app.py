@@ -11,6 +11,7 @@ subprocess gates killed.
 from __future__ import annotations
 
 import asyncio
+import gc
 import hmac
 import os
 import re
@@ -268,14 +269,20 @@ class Gateway:
 
 
 class _Lifespan:
-    """On shutdown (after in-flight requests finished), close every router, then write
-    what the store has queued and close it."""
+    """On start, set what was built so far aside from the garbage collector; on shutdown
+    (after in-flight requests finished), close every router, then write what the store has
+    queued and close it."""
 
     def __init__(self, gateway: Gateway):
         self.gateway = gateway
 
     async def __aenter__(self) -> None:
-        return None
+        # Everything made before serving (the compiled chains, the libraries' modules and
+        # tables) lives as long as the process: out of the collector's sight, a full
+        # collection walks only what requests made. Measured under load: full collections
+        # paused the loop up to 43 ms before, 2 ms after (docs/performance.md#the-gateway).
+        gc.collect()
+        gc.freeze()
 
     async def __aexit__(self, *exc: Any) -> None:
         for router in self.gateway.routers.values():

@@ -243,11 +243,15 @@ class Gateway:
     async def readyz(self, request: Request) -> Response:
         problems = [p for router in self.routers.values() for p in router.unready()]
         store = self.store
-        if not await store.aread(lambda s: s.writable()):
+        try:
+            writable = await store.aread(lambda s: s.writable())
+        except StoreError:  # gone, or no longer a store
+            writable = False
+        if not writable:
             problems.append(f"receipt store {store.store.path} is not writable")
         problems = sorted(set(problems))
         return _JSON({"status": "not ready" if problems else "ready", "problems": problems},
-                            status_code=503 if problems else 200)
+                     status_code=503 if problems else 200)
 
     def app(self) -> Starlette:
         routes = [

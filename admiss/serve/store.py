@@ -21,6 +21,7 @@ import asyncio
 import json
 import sqlite3
 import threading
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
@@ -46,6 +47,10 @@ _INSERT = "INSERT INTO receipts VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 
 class StoreError(Exception):
     """The file is not a receipt store, or cannot be opened or written; the message says which."""
+
+
+class StoreBusy(StoreError):
+    """Another connection (another program) holds the store's write lock."""
 
 
 def utc_timestamp(moment: datetime | None = None) -> str:
@@ -86,8 +91,17 @@ class ReceiptStore:
         try:
             with self._db:
                 self._db.executemany(_INSERT, rows)
+        except sqlite3.OperationalError as exc:
+            kind = StoreBusy if "locked" in str(exc) or "busy" in str(exc) else StoreError
+            raise kind(f"{self.path}: cannot write receipts: {exc}") from None
         except sqlite3.Error as exc:
             raise StoreError(f"{self.path}: cannot write receipts: {exc}") from None
+
+    def wait_when_locked(self, seconds: float) -> None:
+        """How long a write waits for another connection's write lock before StoreBusy.
+        0 gives up at once rather than sleeping in SQLite's busy handler, so that a caller on
+        an event loop can retry without blocking it."""
+        self._db.execute(f"PRAGMA busy_timeout={int(seconds * 1000)}")
 
     def stop_auto_checkpoints(self) -> None:
         """Leave checkpoints to the caller (a :class:`StoreWriter` runs them off the loop)."""
@@ -130,8 +144,8 @@ def open_store(path: str | Path, create: bool = True) -> ReceiptStore:
     if not create and not path.is_file():
         raise StoreError(f"{path}: no such receipt store")
     try:
-        # check_same_thread=False: the gateway opens the store on one thread and writes on
-        # its writer thread; one thread at a time uses it.
+        # check_same_thread=False: the gateway writes from its event loop's thread and may
+        # close from another; one thread at a time uses it.
         db = sqlite3.connect(path, check_same_thread=False)
         if create:
             db.execute("PRAGMA journal_mode=WAL")
@@ -165,9 +179,16 @@ class StoreWriter:
     never waits for the disk to sync.
     """
 
+    # How long a commit waits for another program's write lock (retrying every BUSY_RETRY_S,
+    # the loop serving on meanwhile) before its requests get the store's error.
+    BUSY_WAIT_S = 5.0
+    BUSY_RETRY_S = 0.002
+
     def __init__(self, store: ReceiptStore):
         self.store = store
+        store.wait_when_locked(0)
         self._pending: list[tuple[tuple, asyncio.Future]] = []
+        self._busy_since: float | None = None
         # The connection is used by the loop's commits and by close(), which may come from
         # another thread; the lock keeps them apart.
         self._lock = threading.Lock()
@@ -192,9 +213,21 @@ class StoreWriter:
             if not batch:  # close() wrote them
                 return
             error = self._write([row for row, _ in batch])
+            if isinstance(error, StoreBusy) and self._retrying():
+                self._pending = batch + self._pending
+                asyncio.get_running_loop().call_later(self.BUSY_RETRY_S, self._commit)
+                return
+            self._busy_since = None
         for _, done in batch:
             _settle(done, error)
         self._checkpoints.wrote(len(batch))
+
+    def _retrying(self) -> bool:
+        """Whether a commit that found the store locked should try again."""
+        now = time.monotonic()
+        if self._busy_since is None:
+            self._busy_since = now
+        return now - self._busy_since < self.BUSY_WAIT_S
 
     def _write(self, rows: list[tuple]) -> StoreError | None:
         try:
@@ -213,6 +246,7 @@ class StoreWriter:
         """Write what is queued, stop the checkpoints and close the store (from any thread)."""
         with self._lock:
             batch, self._pending = self._pending, []
+            self.store.wait_when_locked(self.BUSY_WAIT_S)  # off the loop now: it may wait
             error = self._write([row for row, _ in batch]) if batch else None
             for _, done in batch:
                 if not done.get_loop().is_closed():

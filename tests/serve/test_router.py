@@ -18,7 +18,7 @@ import pytest
 
 import admiss
 from admiss.errors import InputError
-from admiss.serve.store import StoreError, StoreWriter, _Checkpointer, open_store, parse_since
+from admiss.serve.store import StoreBusy, StoreError, StoreWriter, _Checkpointer, open_store, parse_since
 from gatewaykit import prompt, upstream_calls
 
 GOOD = '{"answer": 42}'
@@ -203,6 +203,42 @@ def test_the_writer_checkpoints_the_wal_into_the_database_file_off_the_loop(tmp_
         time.sleep(0.1)
     writer.close()
     assert rows == count
+
+
+def test_a_commit_waits_for_another_programs_write_lock_without_blocking_the_loop(tmp_path):
+    writer = StoreWriter(open_store(tmp_path / "s.db"))
+    other = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another program holds the write lock
+
+    async def go() -> None:
+        put = asyncio.ensure_future(writer.put(_receipt("rcpt_waited", "2026-11-30T10:00:00.000Z")))
+        # The loop goes on turning while the commit retries: these sleeps end, the put does not.
+        for _ in range(20):
+            await asyncio.sleep(0.01)
+        assert not put.done()
+        other.execute("ROLLBACK")
+        await put
+
+    asyncio.run(go())
+    writer.close()
+    assert open_store(tmp_path / "s.db", create=False).get("rcpt_waited") is not None
+
+
+def test_a_commit_that_cannot_get_the_lock_in_time_fails_its_requests(tmp_path, monkeypatch):
+    monkeypatch.setattr(StoreWriter, "BUSY_WAIT_S", 0.2)
+    writer = StoreWriter(open_store(tmp_path / "s.db"))
+    other = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+
+    async def go() -> list:
+        return await asyncio.gather(*(writer.put(_receipt(f"rcpt_{i}", "2026-11-30T10:00:00.000Z")) for i in range(3)),
+                                    return_exceptions=True)
+
+    results = asyncio.run(go())
+    other.execute("ROLLBACK")
+    writer.close()
+    assert [type(r) for r in results] == [StoreBusy] * 3
+    assert "database is locked" in str(results[0])
 
 
 def test_closing_the_writer_from_another_thread_writes_what_is_queued(tmp_path):

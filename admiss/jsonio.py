@@ -20,6 +20,15 @@ DecodeError = orjson.JSONDecodeError
 loads = orjson.loads
 
 
+def loads_any(data: bytes | str) -> Any:
+    """``data`` parsed by orjson, else by the standard library, which also takes what orjson
+    refuses (a lone surrogate escape, a number beyond a double); ValueError when neither can."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)
+
+
 def dumps_line(value: Any) -> bytes:
     """``value`` as one line of compact JSON (no final newline)."""
     try:

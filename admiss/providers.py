@@ -14,19 +14,24 @@ been billed, so it is not repeated.
 Each request is bounded as a whole: ``timeout_s`` is a deadline from connecting to the
 reply's last byte (a server dripping one byte a second is cut off, not waited on for each
 byte), and a reply longer than ``max_reply_bytes`` (decompressed) is cut off and fails.
+
+The bytes go through a :class:`Sender`: httpx's pool by default (:class:`HttpxSender`); the
+gateway plugs in aiohttp's (``admiss/serve/transport.py``), which costs far less CPU per
+call at the concurrency it lives at. Timeouts, retries and error reasons stay here, the same
+for every sender.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
-import json
 import os
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Awaitable, Callable, Mapping, Protocol, Sequence, TypeVar
 
 import attrs
 import httpx
 
+from admiss import jsonio
 from admiss.config import Config, ProviderConfig, provider_name
 
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
@@ -36,6 +41,7 @@ CONTENT_REFUSED_STATUSES = frozenset({400, 413, 422})
 # Backoff doubles from BACKOFF_S per retry, and a server's Retry-After is honoured up to MAX_DELAY_S.
 BACKOFF_S = 0.25
 MAX_DELAY_S = 4.0
+_JSON_HEADERS = {"Content-Type": "application/json"}
 
 
 class ProviderError(Exception):
@@ -55,11 +61,12 @@ class Usage:
 
 
 @attrs.frozen
-class _Reply:
+class Reply:
     """An HTTP reply read whole, within the deadline and the size cap."""
 
     status_code: int
-    headers: httpx.Headers
+    # Case-insensitive, as the sender's HTTP library gives them (only retry-after is read).
+    headers: Mapping[str, str]
     body: bytes
 
     @property
@@ -71,7 +78,75 @@ class _Reply:
         return self.body.decode("utf-8", errors="replace")
 
     def json(self) -> Any:
-        return json.loads(self.body)
+        return jsonio.loads_any(self.body)
+
+
+class CannotConnect(Exception):
+    """A sender could not get the request to the server, so sending it again is safe."""
+
+
+class SendFailed(Exception):
+    """A sender's exchange broke after the request may have arrived."""
+
+
+class ReplyTooLong(Exception):
+    """The reply passed ``max_bytes``; a sender stops reading it."""
+
+
+class Sender(Protocol):
+    """Posts a JSON body and reads the whole reply; one per provider client.
+
+    Raises :class:`CannotConnect`, :class:`SendFailed`, :class:`ReplyTooLong` or
+    ``TimeoutError``. The caller bounds the whole exchange with its own deadline.
+    """
+
+    async def post(self, url: str, body: bytes, headers: Mapping[str, str], max_bytes: int) -> Reply: ...
+
+    async def aclose(self) -> None: ...
+
+
+class HttpxSender:
+    """The default sender: one pooled ``httpx.AsyncClient``, made on first use."""
+
+    def __init__(self, timeout_s: float):
+        self._timeout = httpx.Timeout(timeout_s)
+        self._http: httpx.AsyncClient | None = None
+
+    async def post(self, url: str, body: bytes, headers: Mapping[str, str], max_bytes: int) -> Reply:
+        if self._http is None:
+            self._http = httpx.AsyncClient(timeout=self._timeout)
+        try:
+            async with self._http.stream("POST", url, content=body, headers=headers) as response:
+                data = bytearray()
+                async for chunk in response.aiter_bytes():
+                    data += chunk
+                    if len(data) > max_bytes:
+                        raise ReplyTooLong
+                return Reply(response.status_code, response.headers, bytes(data))
+        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+            raise CannotConnect(_describe(exc)) from None
+        except httpx.TimeoutException:
+            raise TimeoutError from None
+        except httpx.HTTPError as exc:
+            raise SendFailed(_describe(exc)) from None
+
+    async def aclose(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
+
+
+_T = TypeVar("_T")
+
+
+async def _within(seconds: float, work: Awaitable[_T]) -> _T:
+    """``work``'s result, or TimeoutError after ``seconds``. asyncio.timeout (3.11+) runs it
+    in the calling task; wait_for would start a task of its own for every call."""
+    timeout = getattr(asyncio, "timeout", None)
+    if timeout is None:
+        return await asyncio.wait_for(work, seconds)
+    async with timeout(seconds):
+        return await work
 
 
 @attrs.frozen
@@ -123,62 +198,57 @@ def cost_usd(config: Config, model: str, usages: Sequence[Usage | None]) -> tupl
 
 
 class ChatClient:
-    """One provider's endpoint over one pooled ``httpx.AsyncClient`` (made on first use)."""
+    """One provider's endpoint over one :class:`Sender` (httpx's by default)."""
 
     def __init__(self, config: ProviderConfig, environ: Mapping[str, str] | None = None,
-                 transport: Callable[[], httpx.AsyncBaseTransport] | None = None):
+                 sender: Sender | None = None):
         self.config = config
         self._environ = os.environ if environ is None else environ
-        self._transport = transport
-        self._http: httpx.AsyncClient | None = None
+        self._sender = sender if sender is not None else HttpxSender(config.timeout_s)
+        self._url = f"{config.base_url}/chat/completions"
 
     async def complete(self, model: str, messages: Sequence[Mapping[str, Any]],
                        params: Mapping[str, Any] | None = None) -> Completion:
         """The reply to ``messages`` from ``model`` (the name without the provider prefix);
         ``params`` adds request fields such as ``temperature``."""
         headers = self._headers()
-        body = {**(params or {}), "model": model, "messages": list(messages)}
+        body = jsonio.dumps_line({**(params or {}), "model": model, "messages": list(messages)})
         response = await self._post_with_retries(body, headers)
         return _completion(response, self.config.name)
 
     async def aclose(self) -> None:
-        if self._http is not None:
-            await self._http.aclose()
-            self._http = None
+        await self._sender.aclose()
 
     def _headers(self) -> dict[str, str]:
         env_name = self.config.api_key_env
         if env_name is None:
-            return {}
+            return _JSON_HEADERS
         key = self._environ.get(env_name)
         if not key:
             raise ProviderError(
                 f"environment variable {env_name} is not set (api_key_env of [providers.{self.config.name}])"
             )
-        return {"Authorization": f"Bearer {key}"}
+        return {**_JSON_HEADERS, "Authorization": f"Bearer {key}"}
 
-    def _client(self) -> httpx.AsyncClient:
-        if self._http is None:
-            transport = self._transport() if self._transport is not None else None
-            self._http = httpx.AsyncClient(timeout=httpx.Timeout(self.config.timeout_s), transport=transport)
-        return self._http
-
-    async def _post_with_retries(self, body: dict, headers: dict[str, str]) -> _Reply:
-        url = f"{self.config.base_url}/chat/completions"
+    async def _post_with_retries(self, body: bytes, headers: Mapping[str, str]) -> Reply:
+        url, config = self._url, self.config
         attempt = 0
         while True:
-            final = attempt >= self.config.max_retries
+            final = attempt >= config.max_retries
             try:
-                response = await asyncio.wait_for(self._post(url, body, headers), self.config.timeout_s)
-            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+                response = await _within(config.timeout_s, self._sender.post(url, body, headers, config.max_reply_bytes))
+            except CannotConnect as exc:
                 if final:
-                    raise ProviderError(f"{self._where()}: cannot connect to {url}: {_describe(exc)}") from None
+                    raise ProviderError(f"{self._where()}: cannot connect to {url}: {exc}") from None
                 delay = _backoff(attempt)
-            except (httpx.TimeoutException, asyncio.TimeoutError):
-                raise ProviderError(f"{self._where()}: no reply within {self.config.timeout_s:g}s "
+            except (TimeoutError, asyncio.TimeoutError):
+                raise ProviderError(f"{self._where()}: no reply within {config.timeout_s:g}s "
                                     "(a deadline for the whole reply)") from None
-            except httpx.HTTPError as exc:
-                raise ProviderError(f"{self._where()}: request failed: {_describe(exc)}") from None
+            except ReplyTooLong:
+                raise ProviderError(f"{self._where()}: reply longer than {config.max_reply_bytes} bytes; "
+                                    "cut off (max_reply_bytes)") from None
+            except SendFailed as exc:
+                raise ProviderError(f"{self._where()}: request failed: {exc}") from None
             else:
                 if final or response.status_code not in RETRY_STATUSES:
                     return self._successful(response, attempt)
@@ -186,18 +256,7 @@ class ChatClient:
             attempt += 1
             await asyncio.sleep(delay)
 
-    async def _post(self, url: str, body: dict, headers: dict[str, str]) -> _Reply:
-        """The reply read whole, or ProviderError once it passes ``max_reply_bytes``."""
-        async with self._client().stream("POST", url, json=body, headers=headers) as response:
-            data = bytearray()
-            async for chunk in response.aiter_bytes():
-                data += chunk
-                if len(data) > self.config.max_reply_bytes:
-                    raise ProviderError(f"{self._where()}: reply longer than {self.config.max_reply_bytes} bytes; "
-                                        "cut off (max_reply_bytes)")
-            return _Reply(response.status_code, response.headers, bytes(data))
-
-    def _successful(self, response: _Reply, retries: int) -> _Reply:
+    def _successful(self, response: Reply, retries: int) -> Reply:
         if response.is_success:
             return response
         tried = f" after {retries} retries" if retries else ""
@@ -219,12 +278,12 @@ class Providers:
         self._configs = dict(providers)
         self._environ = environ
         self._clients: dict[str, ChatClient] = {}
-        self._transport: Callable[[], httpx.AsyncBaseTransport] | None = None
+        self._sender: Callable[[ProviderConfig], Sender] | None = None
 
-    def use_transport(self, make: Callable[[], httpx.AsyncBaseTransport]) -> None:
-        """Clients made from now on send through ``make()``'s transport (one per client)
-        instead of httpx's default one; the gateway uses this for its faster pool."""
-        self._transport = make
+    def use_sender(self, make: Callable[[ProviderConfig], Sender]) -> None:
+        """Clients made from now on send through ``make(provider config)`` (one sender per
+        client) instead of httpx; the gateway uses this for aiohttp's pool."""
+        self._sender = make
 
     def configured(self, model: str | None) -> bool:
         """Whether ``model`` names a provider that admiss.toml configures."""
@@ -257,11 +316,12 @@ class Providers:
         if name not in self._configs:
             raise ProviderError(f"no [providers.{name}] table in admiss.toml")
         if name not in self._clients:
-            self._clients[name] = ChatClient(self._configs[name], self._environ, self._transport)
+            config = self._configs[name]
+            self._clients[name] = ChatClient(config, self._environ, self._sender(config) if self._sender else None)
         return self._clients[name]
 
 
-def _completion(response: _Reply, provider: str) -> Completion:
+def _completion(response: Reply, provider: str) -> Completion:
     try:
         data = response.json()
         text = data["choices"][0]["message"]["content"]
@@ -285,7 +345,7 @@ def _usage(data: Any) -> Usage | None:
     return Usage(prompt, completion)
 
 
-def _error_detail(response: _Reply) -> str:
+def _error_detail(response: Reply) -> str:
     """The server's own error message when it sent one (OpenAI's ``error.message`` shape)."""
     try:
         message = response.json()["error"]["message"]
@@ -303,7 +363,7 @@ def _backoff(attempt: int) -> float:
     return min(BACKOFF_S * 2**attempt, MAX_DELAY_S)
 
 
-def _retry_delay(attempt: int, response: _Reply) -> float:
+def _retry_delay(attempt: int, response: Reply) -> float:
     try:
         asked = float(response.headers.get("retry-after", ""))
     except ValueError:

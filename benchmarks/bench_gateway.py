@@ -6,9 +6,15 @@ Three processes on the machine's two shared cores: the fake upstream (fake_upstr
 (raw HTTP/1.1 keep-alive connections on asyncio, so the client costs as little as it can).
 Direct and gateway rounds alternate; each round's figures are printed, then the medians.
 
-Two upstreams: one that answers at once (the gateway's whole cost shows, and the direct
-baseline is a raw client against a raw server), and one that takes 100 ms, a fast model's
-reply time (what an application sees in front of a real model).
+Three upstreams: one that answers at once (the gateway's whole cost shows, and the direct
+baseline is a raw client against a raw server); one that takes exactly 100 ms, a fast
+model's reply time (what an application sees in front of a real model); and one that takes
+75 to 125 ms, drawn uniformly per call. With a fixed delay the 50 clients move in
+lockstep: whatever bunches their requests once (a pause, a batch of replies sent in one
+turn of the gateway's loop) keeps them bunched for the rest of the round, since every reply
+takes exactly as long, and each bunch queues on the gateway's one core. A model's reply
+time varies, which spreads them out again; the third round shows that case. All three are
+reported; the targets are checked on each.
 """
 
 from __future__ import annotations
@@ -87,7 +93,8 @@ def load(port: int, request: bytes, total: int, concurrency: int) -> tuple[list[
 
 def httpx_rate(port: int, total: int, concurrency: int) -> float:
     """Requests per second of direct calls made with httpx, the client admiss's providers
-    use: the ceiling the gateway's own upstream calls run into."""
+    use by default (the gateway sends through aiohttp instead): what the gateway would be
+    held to with httpx's pool."""
 
     async def go() -> float:
         limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
@@ -117,12 +124,13 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-UPSTREAM_DELAYS_S = (0.0, 0.1)
+# (reply time, spread either side) of the fake upstream, in seconds.
+UPSTREAMS = ((0.0, 0.0), (0.1, 0.0), (0.1, 0.025))
 
 
-def _start_upstream(delay_s: float) -> tuple[subprocess.Popen, int]:
-    process = subprocess.Popen([sys.executable, str(Path(__file__).parent / "fake_upstream.py"), str(delay_s)],
-                               stdout=subprocess.PIPE, text=True)
+def _start_upstream(delay_s: float, spread_s: float = 0.0) -> tuple[subprocess.Popen, int]:
+    process = subprocess.Popen([sys.executable, str(Path(__file__).parent / "fake_upstream.py"), str(delay_s),
+                                str(spread_s)], stdout=subprocess.PIPE, text=True)
     return process, int(process.stdout.readline())
 
 
@@ -156,16 +164,17 @@ def _ms(seconds: float) -> str:
 
 
 def run(settings: Settings) -> None:
-    for delay_s in UPSTREAM_DELAYS_S:
-        _run_against(settings, delay_s)
+    for delay_s, spread_s in UPSTREAMS:
+        _run_against(settings, delay_s, spread_s)
 
 
-def _run_against(settings: Settings, delay_s: float) -> None:
+def _run_against(settings: Settings, delay_s: float, spread_s: float) -> None:
+    after = f"{delay_s * 1000:.0f} ± {spread_s * 1000:.0f} ms, uniformly" if spread_s else f"{delay_s * 1000:.0f} ms"
     print_section(f"gateway: admiss serve with inline gates vs direct calls to the same fake upstream "
-                  f"(replying after {delay_s * 1000:.0f} ms), concurrency {CONCURRENCY}")
+                  f"(replying after {after}), concurrency {CONCURRENCY}")
     total = 1000 if settings.quick else 3000
     rounds = 3 if settings.quick else 5
-    upstream, upstream_port = _start_upstream(delay_s)
+    upstream, upstream_port = _start_upstream(delay_s, spread_s)
     try:
         with tempfile.TemporaryDirectory() as tmp:
             gateway, gateway_port = _start_gateway(Path(tmp), upstream_port)
@@ -180,7 +189,7 @@ def _run_against(settings: Settings, delay_s: float) -> None:
                 "gateway p50", "gateway p99", "gateway req/s", "added p50", "added p99", "throughput"], rows)
     added_median, added_p99, throughput, single, through_httpx, gateway_rate = summary
     print(f"added latency at concurrency 1 (one request at a time): median {_ms(single)} ms")
-    print(f"direct calls through httpx (the gateway's upstream client) at concurrency {CONCURRENCY}: "
+    print(f"direct calls through httpx (admiss's default provider client) at concurrency {CONCURRENCY}: "
           f"{through_httpx:.0f} req/s; the gateway's median {gateway_rate:.0f} req/s is "
           f"{ratio_text(gateway_rate / through_httpx)} of that")
     print(f"receipts stored: {stored}")

@@ -1,7 +1,8 @@
 """A fast fake chat-completions upstream for the gateway benchmark:
-``python fake_upstream.py [DELAY_S]`` prints its port, then answers every POST with the same
-small completion (after DELAY_S seconds, default 0: a model's time to reply), over HTTP/1.1
-keep-alive, on one asyncio loop (uvloop when installed).
+``python fake_upstream.py [DELAY_S [SPREAD_S]]`` prints its port, then answers every POST with
+the same small completion after DELAY_S seconds (default 0: a model's time to reply), or,
+with SPREAD_S, after a time drawn uniformly from DELAY_S ± SPREAD_S (a model whose reply
+time varies), over HTTP/1.1 keep-alive, on one asyncio loop (uvloop when installed).
 
 The test suite's upstream (tests/gates/chat_server.py) logs and scripts every call and runs
 a thread per connection; here only the gateway's own cost should show, so the upstream
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import sys
 
 BODY = json.dumps({
@@ -20,6 +22,7 @@ BODY = json.dumps({
     "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17},
 }).encode()
 DELAY_S = float(sys.argv[1]) if len(sys.argv) > 1 else 0.0
+SPREAD_S = float(sys.argv[2]) if len(sys.argv) > 2 else 0.0
 RESPONSE = (b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: "
             + str(len(BODY)).encode() + b"\r\n\r\n" + BODY)
 
@@ -34,7 +37,9 @@ async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
                 if name.strip().lower() == b"content-length":
                     length = int(value)
             await reader.readexactly(length)
-            if DELAY_S:
+            if SPREAD_S:
+                await asyncio.sleep(random.uniform(DELAY_S - SPREAD_S, DELAY_S + SPREAD_S))
+            elif DELAY_S:
                 await asyncio.sleep(DELAY_S)
             writer.write(RESPONSE)
     except (asyncio.IncompleteReadError, ConnectionError):

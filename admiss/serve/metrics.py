@@ -64,23 +64,34 @@ class GatewayMetrics:
         self.gate_cost = Counter("admiss_gate_cost_usd", "Gate spend in US dollars", ["chain", "gate"], registry=r)
         self.in_flight = Gauge("admiss_in_flight_requests", "Chat requests being worked on", registry=r)
         r.register(_GateHealthCollector(routers))
+        # Label values come from the rubric's names and fixed words, so this stays small.
+        self._children: dict[tuple, Any] = {}
 
     def observe(self, receipt: dict[str, Any]) -> None:
         """Count one stored receipt."""
         chain = receipt["chain"]
         name = chain["name"]
-        self.requests.labels(name, "served" if chain["served"] is not None else "exhausted").inc()
+        child = self._child
+        child(self.requests, name, "served" if chain["served"] is not None else "exhausted").inc()
         if chain["served"] is not None:
-            self.serves.labels(name, chain["served"]).inc()
+            child(self.serves, name, chain["served"]).inc()
         for rung in chain["rungs"]:
-            self.model_cost.labels(name, rung["rung"]).inc(rung["cost_usd"])
+            child(self.model_cost, name, rung["rung"]).inc(rung["cost_usd"])
             for gate in rung["gates"]:
-                self.verdicts.labels(name, rung["rung"], gate["gate"], gate["verdict"]).inc()
+                child(self.verdicts, name, rung["rung"], gate["gate"], gate["verdict"]).inc()
                 if gate["verdict"] != "skipped":
-                    self.gate_latency.labels(name, gate["gate"]).observe(gate["duration_ms"] / 1000)
-                self.gate_cost.labels(name, gate["gate"]).inc(gate["gate_cost_usd"])
+                    child(self.gate_latency, name, gate["gate"]).observe(gate["duration_ms"] / 1000)
+                child(self.gate_cost, name, gate["gate"]).inc(gate["gate_cost_usd"])
         for rung, ms in receipt["latency_ms"].items():
-            self.rung_latency.labels(name, rung).observe(ms / 1000)
+            child(self.rung_latency, name, rung).observe(ms / 1000)
+
+    def _child(self, metric: Any, *labels: str) -> Any:
+        """``metric.labels(*labels)``, kept: looking a child up costs more than counting."""
+        key = (metric, labels)
+        found = self._children.get(key)
+        if found is None:
+            found = self._children[key] = metric.labels(*labels)
+        return found
 
     def exposition(self) -> tuple[bytes, str]:
         """The metrics in Prometheus' text format, and its content type."""

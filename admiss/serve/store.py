@@ -11,20 +11,22 @@ order is time order.
 
 The API: :func:`open_store` (creates the file and table when missing), ``put``,
 ``put_many``, ``get``, ``iter_since``, ``counts``, ``close``. One :class:`ReceiptStore` is
-used by one thread at a time; the gateway gives it a writer thread of its own
-(:class:`StoreWriter`) so writes batch into one transaction and never block the event loop.
+used by one thread at a time; the gateway writes through a :class:`StoreWriter`, which
+commits the receipts of one turn of its event loop in one transaction.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import queue
 import sqlite3
 import threading
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
+
+from admiss.jsonio import dumps_line
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS receipts (
@@ -47,10 +49,14 @@ class StoreError(Exception):
     """The file is not a receipt store, or cannot be opened or written; the message says which."""
 
 
+class StoreBusy(StoreError):
+    """Another connection (another program) holds the store's write lock."""
+
+
 def utc_timestamp(moment: datetime | None = None) -> str:
     """``moment`` (default: now) as the store writes times: UTC, milliseconds, a ``Z``."""
     moment = (moment or datetime.now(timezone.utc)).astimezone(timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    return moment.isoformat(timespec="milliseconds")[:-len("+00:00")] + "Z"
 
 
 def _row(receipt: dict[str, Any]) -> tuple:
@@ -63,7 +69,7 @@ def _row(receipt: dict[str, Any]) -> tuple:
         "served" if chain["served"] is not None else "exhausted",
         float(chain["model_cost_usd"]),
         float(chain["gate_cost_usd"]),
-        json.dumps(receipt, ensure_ascii=False, separators=(",", ":")),
+        dumps_line(receipt).decode("utf-8"),
     )
 
 
@@ -78,11 +84,28 @@ class ReceiptStore:
 
     def put_many(self, receipts: list[dict[str, Any]]) -> None:
         """Store receipts in one transaction: all of them or, on an error, none."""
+        self.put_rows([_row(r) for r in receipts])
+
+    def put_rows(self, rows: list[tuple]) -> None:
+        """:meth:`put_many` for receipts already made rows (by :func:`_row`)."""
         try:
             with self._db:
-                self._db.executemany(_INSERT, [_row(r) for r in receipts])
+                self._db.executemany(_INSERT, rows)
+        except sqlite3.OperationalError as exc:
+            kind = StoreBusy if "locked" in str(exc) or "busy" in str(exc) else StoreError
+            raise kind(f"{self.path}: cannot write receipts: {exc}") from None
         except sqlite3.Error as exc:
             raise StoreError(f"{self.path}: cannot write receipts: {exc}") from None
+
+    def wait_when_locked(self, seconds: float) -> None:
+        """How long a write waits for another connection's write lock before StoreBusy.
+        0 gives up at once rather than sleeping in SQLite's busy handler, so that a caller on
+        an event loop can retry without blocking it."""
+        self._db.execute(f"PRAGMA busy_timeout={int(seconds * 1000)}")
+
+    def stop_auto_checkpoints(self) -> None:
+        """Leave checkpoints to the caller (a :class:`StoreWriter` runs them off the loop)."""
+        self._db.execute("PRAGMA wal_autocheckpoint=0")
 
     def get(self, receipt_id: str) -> dict[str, Any] | None:
         row = self._db.execute("SELECT body FROM receipts WHERE id = ?", (receipt_id,)).fetchone()
@@ -121,8 +144,8 @@ def open_store(path: str | Path, create: bool = True) -> ReceiptStore:
     if not create and not path.is_file():
         raise StoreError(f"{path}: no such receipt store")
     try:
-        # check_same_thread=False: the gateway opens the store on one thread and writes on
-        # its writer thread; one thread at a time uses it.
+        # check_same_thread=False: the gateway writes from its event loop's thread and may
+        # close from another; one thread at a time uses it.
         db = sqlite3.connect(path, check_same_thread=False)
         if create:
             db.execute("PRAGMA journal_mode=WAL")
@@ -144,75 +167,144 @@ def _check_is_store(db: sqlite3.Connection, path: Path) -> None:
 
 
 class StoreWriter:
-    """A thread that owns a store and writes what the event loop hands it, batched.
+    """Writes receipts from the event loop in group commits, and reads them off it.
 
     ``await writer.put(receipt)`` returns once the receipt is committed, so a response
-    sent after it always has its receipt. Receipts that arrive while a batch commits go
-    in the next batch, one transaction for all of them.
+    sent after it always has its receipt. Every receipt handed over in one turn of the
+    event loop goes into one transaction, committed on the loop thread at the start of the
+    next turn: no hand-over to another thread, whose wake-up (and wait for the GIL behind a
+    busy loop) would cost each request more than the commit. In WAL mode with
+    ``synchronous=NORMAL`` a commit writes to the WAL without an fsync; the fsyncs come with
+    checkpoints, which a thread of the writer's own runs on its own connection, so the loop
+    never waits for the disk to sync.
     """
+
+    # How long a commit waits for another program's write lock (retrying every BUSY_RETRY_S,
+    # the loop serving on meanwhile) before its requests get the store's error.
+    BUSY_WAIT_S = 5.0
+    BUSY_RETRY_S = 0.002
 
     def __init__(self, store: ReceiptStore):
         self.store = store
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._work, name="admiss-receipts", daemon=True)
-        self._thread.start()
+        store.wait_when_locked(0)
+        self._pending: list[tuple[tuple, asyncio.Future]] = []
+        self._busy_since: float | None = None
+        # The connection is used by the loop's commits and by close(), which may come from
+        # another thread; the lock keeps them apart.
+        self._lock = threading.Lock()
+        self._checkpoints = _Checkpointer(store)
 
     async def put(self, receipt: dict[str, Any]) -> None:
+        await self.queue(receipt)
+
+    def queue(self, receipt: dict[str, Any]) -> asyncio.Future:
+        """Queue ``receipt`` for the next commit; the returned future is settled by it
+        (StoreError when it failed). Call from the event loop."""
         loop = asyncio.get_running_loop()
         done = loop.create_future()
-        self._queue.put((receipt, loop, done))
-        await done
+        if not self._pending:
+            loop.call_soon(self._commit)
+        self._pending.append((_row(receipt), done))
+        return done
 
-    def read(self, call, *args):
-        """Run ``call(store, *args)`` on the writer thread, after the writes queued before it."""
-        waiter: queue.SimpleQueue = queue.SimpleQueue()
-        self._queue.put((_Read(call, args), None, waiter))
-        outcome, value = waiter.get()
-        if outcome == "error":
-            raise value
-        return value
+    def _commit(self) -> None:
+        with self._lock:
+            batch, self._pending = self._pending, []
+            if not batch:  # close() wrote them
+                return
+            error = self._write([row for row, _ in batch])
+            if isinstance(error, StoreBusy) and self._retrying():
+                self._pending = batch + self._pending
+                asyncio.get_running_loop().call_later(self.BUSY_RETRY_S, self._commit)
+                return
+            self._busy_since = None
+        for _, done in batch:
+            _settle(done, error)
+        self._checkpoints.wrote(len(batch))
+
+    def _retrying(self) -> bool:
+        """Whether a commit that found the store locked should try again."""
+        now = time.monotonic()
+        if self._busy_since is None:
+            self._busy_since = now
+        return now - self._busy_since < self.BUSY_WAIT_S
+
+    def _write(self, rows: list[tuple]) -> StoreError | None:
+        try:
+            self.store.put_rows(rows)
+            return None
+        except StoreError as exc:
+            return exc
 
     async def aread(self, call, *args):
-        return await asyncio.get_running_loop().run_in_executor(None, self.read, call, *args)
+        """``call(store, *args)`` on a connection of its own in a worker thread: reads never
+        wait on the loop, and WAL lets them run beside the commits."""
+        return await asyncio.get_running_loop().run_in_executor(None, _read_with_own_connection,
+                                                                self.store.path, call, args)
 
     def close(self) -> None:
-        """Write what is queued, then stop the thread and close the store."""
-        self._queue.put(None)
+        """Write what is queued, stop the checkpoints and close the store (from any thread)."""
+        with self._lock:
+            batch, self._pending = self._pending, []
+            self.store.wait_when_locked(self.BUSY_WAIT_S)  # off the loop now: it may wait
+            error = self._write([row for row, _ in batch]) if batch else None
+            for _, done in batch:
+                if not done.get_loop().is_closed():
+                    done.get_loop().call_soon_threadsafe(_settle, done, error)
+            self._checkpoints.stop()
+            self.store.close()
+
+
+def _read_with_own_connection(path: Path, call, args: tuple):
+    store = open_store(path, create=False)
+    try:
+        return call(store, *args)
+    finally:
+        store.close()
+
+
+class _Checkpointer:
+    """Copies the WAL back into the database on a thread and connection of its own, after
+    every CHECKPOINT_EVERY receipts (and at least once a second while receipts come), in
+    place of SQLite's automatic checkpoint, which would run (and fsync) inside a commit on
+    the loop thread."""
+
+    CHECKPOINT_EVERY = 500
+
+    def __init__(self, store: ReceiptStore):
+        store.stop_auto_checkpoints()
+        self._path = store.path
+        self._written = 0
+        self._due = threading.Event()
+        self._stopping = False
+        self._thread = threading.Thread(target=self._work, name="admiss-checkpoints", daemon=True)
+        self._thread.start()
+
+    def wrote(self, count: int) -> None:
+        self._written += count
+        if self._written >= self.CHECKPOINT_EVERY:
+            self._written = 0
+            self._due.set()
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._due.set()
         self._thread.join()
-        self.store.close()
 
     def _work(self) -> None:
-        while True:
-            batch = [self._queue.get()]
-            while not self._queue.empty() and batch[-1] is not None:
-                batch.append(self._queue.get())
-            stop = batch[-1] is None
-            self._handle([item for item in batch if item is not None])
-            if stop:
-                return
-
-    def _handle(self, batch: list) -> None:
-        writes = [item for item in batch if not isinstance(item[0], _Read)]
-        if writes:
-            try:
-                self.store.put_many([receipt for receipt, _, _ in writes])
-                error = None
-            except StoreError as exc:
-                error = exc
-            for _, loop, done in writes:
-                loop.call_soon_threadsafe(_settle, done, error)
-        for item, _, waiter in batch:
-            if isinstance(item, _Read):
+        db = sqlite3.connect(self._path, check_same_thread=False)
+        try:
+            while not self._stopping:
+                self._due.wait(1.0)
+                self._due.clear()
+                # PASSIVE: copy what no reader still needs, never wait for a lock, never
+                # hold up a writer. A failure is retried at the next one.
                 try:
-                    waiter.put(("ok", item.call(self.store, *item.args)))
-                except Exception as exc:  # handed to the reader, who raises it
-                    waiter.put(("error", exc))
-
-
-class _Read:
-    def __init__(self, call, args):
-        self.call = call
-        self.args = args
+                    db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                except sqlite3.Error:
+                    pass
+        finally:
+            db.close()
 
 
 def _settle(done: asyncio.Future, error: Exception | None) -> None:

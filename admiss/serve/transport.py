@@ -1,60 +1,62 @@
-"""The gateway's upstream transport: httpx's interface over aiohttp's connection pool; the
+"""The gateway's upstream sender: aiohttp's connection pool under the providers' calls; the
 only module that imports aiohttp.
 
-admiss's providers speak httpx. httpx's own pool (httpcore on anyio) slows down sharply
-with many requests in flight: on the 2-core benchmark machine, 50 concurrent calls to a
-fake upstream ran at about 120-420 requests/s through httpx and about 1,700 through
-aiohttp (docs/performance.md#the-gateway). The gateway lives at that concurrency, so its
-provider clients send through this transport; everything above it (timeouts, retries,
-error reasons, response parsing) stays the providers' own.
+admiss's providers send through httpx by default. At the concurrency a gateway lives at,
+httpx costs several times the CPU per call of aiohttp: its pool (httpcore on anyio) slows
+down sharply with many requests in flight, and its request and response objects cost
+even over another pool (docs/performance.md#the-gateway). So the gateway's provider
+clients send through this :class:`~admiss.providers.Sender` instead; everything above it
+(the deadline, retries, error reasons, response parsing) stays the providers' own.
 """
 
 from __future__ import annotations
 
 import asyncio
+from typing import Mapping
 
 import aiohttp
-import httpx
 
-# Hop-by-hop and length headers are aiohttp's to write for the body it sends.
-_DROPPED = frozenset({"content-length", "transfer-encoding", "connection", "host"})
+from admiss.config import ProviderConfig
+from admiss.providers import CannotConnect, Reply, ReplyTooLong, SendFailed
 
 
-class AiohttpTransport(httpx.AsyncBaseTransport):
-    """Sends httpx requests through one aiohttp session, made on first use in the running loop."""
+class AiohttpSender:
+    """Posts through one aiohttp session, made on first use in the running loop."""
 
-    def __init__(self, max_connections: int = 100):
+    def __init__(self, config: ProviderConfig, max_connections: int = 100):
         self._max_connections = max_connections
+        # The caller's deadline bounds the whole exchange; this one only tells a connection
+        # that never came (safe to retry) from a reply that never came (not retried).
+        self._timeout = aiohttp.ClientTimeout(total=None, connect=config.timeout_s)
         self._session: aiohttp.ClientSession | None = None
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None:
             connector = aiohttp.TCPConnector(limit=self._max_connections, enable_cleanup_closed=True)
-            # httpx decodes content-encoding itself, from the headers handed back.
-            self._session = aiohttp.ClientSession(connector=connector, auto_decompress=False)
+            self._session = aiohttp.ClientSession(connector=connector, timeout=self._timeout)
         return self._session
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        limits = request.extensions.get("timeout", {})
-        timeout = aiohttp.ClientTimeout(total=None, connect=limits.get("connect"), sock_read=limits.get("read"))
-        headers = [(k, v) for k, v in request.headers.multi_items() if k.lower() not in _DROPPED]
-        body = await request.aread()
+    async def post(self, url: str, body: bytes, headers: Mapping[str, str], max_bytes: int) -> Reply:
         try:
-            async with self._client().request(request.method, str(request.url), headers=headers, data=body,
-                                              timeout=timeout, allow_redirects=False) as reply:
-                content = await reply.read()
-                raw_headers = [(k, v) for k, v in reply.raw_headers]
-                status = reply.status
-        except aiohttp.ServerTimeoutError as exc:  # covers the connect and read timeouts
-            kind = httpx.ConnectTimeout if isinstance(exc, aiohttp.ConnectionTimeoutError) else httpx.ReadTimeout
-            raise kind(str(exc) or "timed out", request=request) from None
-        except asyncio.TimeoutError:
-            raise httpx.ReadTimeout("timed out", request=request) from None
+            async with self._client().post(url, data=body, headers=headers, allow_redirects=False) as reply:
+                if (reply.content_length or 0) > max_bytes:
+                    raise ReplyTooLong
+                data = bytearray()
+                # Decompressed chunks as they come, so a reply is cut off at max_bytes
+                # however it was encoded.
+                async for chunk in reply.content.iter_any():
+                    data += chunk
+                    if len(data) > max_bytes:
+                        raise ReplyTooLong
+                return Reply(reply.status, reply.headers, bytes(data))
+        except aiohttp.ConnectionTimeoutError as exc:
+            raise CannotConnect(str(exc) or "connection timed out") from None
         except aiohttp.ClientConnectorError as exc:
-            raise httpx.ConnectError(str(exc), request=request) from None
+            raise CannotConnect(str(exc)) from None
+        except (aiohttp.ServerTimeoutError, asyncio.TimeoutError):
+            raise TimeoutError from None
         except aiohttp.ClientError as exc:
-            raise httpx.ReadError(str(exc) or type(exc).__name__, request=request) from None
-        return httpx.Response(status, headers=raw_headers, content=content, request=request)
+            raise SendFailed(str(exc) or type(exc).__name__) from None
 
     async def aclose(self) -> None:
         if self._session is not None:

@@ -88,16 +88,20 @@ class DripServer(_Server):
 
 
 class BigReplyServer(_Server):
-    """Sends a 200 reply of ``size`` bytes as fast as it can (a reply past any sane cap)."""
+    """Sends a 200 reply of ``size`` bytes as fast as it can (a reply past any sane cap);
+    without ``says_length`` it sends no Content-Length and the reply ends when it closes,
+    so the client learns how long it is only by reading it."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, says_length: bool = True) -> None:
         super().__init__()
         self.size = size
+        self.says_length = says_length
 
     def respond(self, handler: BaseHTTPRequestHandler) -> None:
         handler.send_response(200)
         handler.send_header("Content-Type", "application/json")
-        handler.send_header("Content-Length", str(self.size))
+        if self.says_length:
+            handler.send_header("Content-Length", str(self.size))
         handler.end_headers()
         chunk = b"x" * 65536
         sent = 0

@@ -17,6 +17,7 @@ from raw_server import BigReplyServer, DripServer
 from admiss.config import Config, ProviderConfig
 from admiss.gates import judge
 from admiss.gates.base import ABSTAIN, Candidate, GateContext
+from admiss.serve.transport import AiohttpSender
 
 CANDIDATE = Candidate(output="42", model="local/maker", prompt="What is six times seven?")
 
@@ -28,9 +29,11 @@ def drip_server():
     server.stop()
 
 
-def _judged(tmp_path, url: str, **provider_options):
+def _judged(tmp_path, url: str, sender: str, **provider_options):
     provider = ProviderConfig("local", f"{url}/v1", **provider_options)
     ctx = GateContext(tmp_path, Config(providers={"local": provider}))
+    if sender == "aiohttp":  # the gateway's sender
+        ctx.providers.use_sender(AiohttpSender)
     check = judge.build(gate("judge", model="local/judge", rubric="Is it right?"), ctx)
 
     async def go():
@@ -43,10 +46,11 @@ def _judged(tmp_path, url: str, **provider_options):
     return asyncio.run(go())
 
 
-def test_a_dripping_reply_is_cut_off_at_the_deadline_for_the_whole_call(tmp_path, drip_server):
+@pytest.mark.parametrize("sender", ["httpx", "aiohttp"])
+def test_a_dripping_reply_is_cut_off_at_the_deadline_for_the_whole_call(tmp_path, drip_server, sender):
     timeout_s = 2.0
     started = time.monotonic()
-    result = _judged(tmp_path, drip_server.url, timeout_s=timeout_s, max_retries=2)
+    result = _judged(tmp_path, drip_server.url, sender, timeout_s=timeout_s, max_retries=2)
     elapsed = time.monotonic() - started
     assert (result.verdict, result.fault) == (ABSTAIN, "gate")
     assert "no reply within 2s (a deadline for the whole reply)" in result.reason
@@ -55,10 +59,12 @@ def test_a_dripping_reply_is_cut_off_at_the_deadline_for_the_whole_call(tmp_path
     assert len(drip_server.requests) == 1  # a timeout may have been billed: not retried
 
 
-def test_a_reply_longer_than_the_cap_is_cut_off(tmp_path):
-    server = BigReplyServer(size=50 * 1024 * 1024).start()
+@pytest.mark.parametrize("says_length", [True, False])
+@pytest.mark.parametrize("sender", ["httpx", "aiohttp"])
+def test_a_reply_longer_than_the_cap_is_cut_off(tmp_path, sender, says_length):
+    server = BigReplyServer(size=50 * 1024 * 1024, says_length=says_length).start()
     try:
-        result = _judged(tmp_path, server.url, max_reply_bytes=100_000, max_retries=0)
+        result = _judged(tmp_path, server.url, sender, max_reply_bytes=100_000, max_retries=0)
     finally:
         server.stop()
     assert (result.verdict, result.fault) == (ABSTAIN, "gate")

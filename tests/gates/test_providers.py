@@ -10,7 +10,8 @@ import pytest
 from chat_server import Reply, completion
 
 from admiss.config import Config, Price, ProviderConfig
-from admiss.providers import Completion, ProviderError, Providers, Usage, cost_usd, split_model
+from admiss.providers import Completion, HttpxSender, ProviderError, Providers, Usage, cost_usd, split_model
+from admiss.serve.transport import AiohttpSender
 
 HELLO = [{"role": "user", "content": "hello"}]
 
@@ -25,11 +26,20 @@ def call(providers: Providers, model: str = "local/some-model") -> Completion:
     return asyncio.run(go())
 
 
-def providers_for(url: str, environ: dict | None = None, **options) -> Providers:
-    return Providers({"local": ProviderConfig("local", url, **options)}, environ=environ or {})
+@pytest.fixture(params=["httpx", "aiohttp"])
+def providers_for(request):
+    """Every test here runs once per sender: httpx's (the default) and aiohttp's (the gateway's)."""
+
+    def make(url: str, environ: dict | None = None, **options) -> Providers:
+        providers = Providers({"local": ProviderConfig("local", url, **options)}, environ=environ or {})
+        if request.param == "aiohttp":
+            providers.use_sender(AiohttpSender)
+        return providers
+
+    return make
 
 
-def test_a_reply_gives_its_text_and_usage(chat_server):
+def test_a_reply_gives_its_text_and_usage(chat_server, providers_for):
     chat_server.script(completion("hi there", prompt_tokens=7, completion_tokens=3))
     result = call(providers_for(chat_server.url))
     assert result == Completion("hi there", Usage(7, 3), finish_reason="stop")
@@ -39,30 +49,30 @@ def test_a_reply_gives_its_text_and_usage(chat_server):
     assert "authorization" not in request.headers
 
 
-def test_the_model_part_may_contain_slashes(chat_server):
+def test_the_model_part_may_contain_slashes(chat_server, providers_for):
     call(providers_for(chat_server.url), "local/meta-llama/Llama-3-8B")
     assert chat_server.requests[0].body["model"] == "meta-llama/Llama-3-8B"
 
 
-def test_the_key_comes_from_the_named_environment_variable(chat_server):
+def test_the_key_comes_from_the_named_environment_variable(chat_server, providers_for):
     call(providers_for(chat_server.url, {"LOCAL_KEY": "sk-test"}, api_key_env="LOCAL_KEY"))
     assert chat_server.requests[0].headers["authorization"] == "Bearer sk-test"
 
 
-def test_an_unset_key_variable_is_an_error_before_any_request(chat_server):
+def test_an_unset_key_variable_is_an_error_before_any_request(chat_server, providers_for):
     with pytest.raises(ProviderError, match=r"environment variable LOCAL_KEY is not set \(api_key_env of \[providers.local\]\)"):
         call(providers_for(chat_server.url, api_key_env="LOCAL_KEY"))
     assert chat_server.requests == []
 
 
-def test_a_503_is_retried_and_then_succeeds(chat_server):
+def test_a_503_is_retried_and_then_succeeds(chat_server, providers_for):
     chat_server.script(Reply(503, {"error": {"message": "overloaded"}}), completion("second time lucky"))
     assert call(providers_for(chat_server.url)).text == "second time lucky"
     assert len(chat_server.requests) == 2
 
 
 @pytest.mark.parametrize("status", [429, 502, 503, 504])
-def test_idempotent_failures_are_retried_a_bounded_number_of_times(chat_server, status):
+def test_idempotent_failures_are_retried_a_bounded_number_of_times(chat_server, status, providers_for):
     chat_server.default = Reply(status, {"error": {"message": "try later"}})
     with pytest.raises(ProviderError, match=f"HTTP {status} after 2 retries: try later"):
         call(providers_for(chat_server.url, max_retries=2))
@@ -70,7 +80,7 @@ def test_idempotent_failures_are_retried_a_bounded_number_of_times(chat_server, 
 
 
 @pytest.mark.parametrize("status", [500, 400, 401, 404])
-def test_other_failures_are_not_retried(chat_server, status):
+def test_other_failures_are_not_retried(chat_server, status, providers_for):
     # A 500 may come after the model ran (and billed): repeating it is not idempotent.
     chat_server.default = Reply(status, {"error": {"message": "nope"}})
     with pytest.raises(ProviderError, match=f"provider local: HTTP {status}: nope"):
@@ -78,7 +88,7 @@ def test_other_failures_are_not_retried(chat_server, status):
     assert len(chat_server.requests) == 1
 
 
-def test_a_slow_reply_times_out_and_is_not_retried(chat_server):
+def test_a_slow_reply_times_out_and_is_not_retried(chat_server, providers_for):
     chat_server.default = Reply(body=completion("late").body, delay_s=30)
     started = time.monotonic()
     with pytest.raises(ProviderError, match=r"no reply within 0.5s"):
@@ -87,7 +97,7 @@ def test_a_slow_reply_times_out_and_is_not_retried(chat_server):
     assert len(chat_server.requests) == 1
 
 
-def test_connection_failures_are_retried_then_reported():
+def test_connection_failures_are_retried_then_reported(providers_for):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed once the block ends: nothing listens there
@@ -103,18 +113,18 @@ def test_connection_failures_are_retried_then_reported():
         (Reply(body={"choices": [{"message": {"content": None}}]}), "reply has no text content"),
     ],
 )
-def test_a_malformed_reply_is_an_error(chat_server, reply, says):
+def test_a_malformed_reply_is_an_error(chat_server, reply, says, providers_for):
     chat_server.script(reply)
     with pytest.raises(ProviderError, match=says):
         call(providers_for(chat_server.url))
 
 
-def test_missing_usage_is_none(chat_server):
+def test_missing_usage_is_none(chat_server, providers_for):
     chat_server.script(completion("x", prompt_tokens=None))
     assert call(providers_for(chat_server.url)).usage is None
 
 
-def test_models_must_name_a_configured_provider(chat_server):
+def test_models_must_name_a_configured_provider(chat_server, providers_for):
     providers = providers_for(chat_server.url)
     with pytest.raises(ProviderError, match=r"no \[providers.openai\] table in admiss.toml"):
         call(providers, "openai/gpt-5")
@@ -124,14 +134,15 @@ def test_models_must_name_a_configured_provider(chat_server):
     assert chat_server.requests == []
 
 
-def test_one_client_per_provider_per_run(chat_server):
+def test_one_client_per_provider_per_run(chat_server, providers_for):
     providers = providers_for(chat_server.url)
 
     async def three_calls() -> set[int]:
         clients = set()
         for _ in range(3):
             await providers.complete("local/m", HELLO)
-            clients.add(id(providers._clients["local"]._http))
+            sender = providers._clients["local"]._sender
+            clients.add(id(sender._http if isinstance(sender, HttpxSender) else sender._session))
         await providers.aclose()
         return clients
 

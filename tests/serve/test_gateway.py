@@ -184,3 +184,17 @@ def test_the_provider_key_never_appears_in_responses_receipts_or_logs(gateway):
     assert PROVIDER_KEY not in exported
     assert PROVIDER_KEY not in gateway.log.read_text()
     assert PROVIDER_KEY not in httpx.get(f"{gateway.url}/metrics").text
+
+
+def test_a_lone_surrogate_escape_in_a_message_is_served_and_a_body_that_is_not_json_is_a_400(gateway, upstream):
+    # JSON allows the escape "\ud800" (orjson alone refuses it): the request still goes through.
+    marker, text = prompt({"cheap": GOOD}, text="What is \ud800 the answer?")
+    body = json.dumps({"model": "json", "messages": [{"role": "user", "content": text}]})
+    assert "\\ud800" in body
+    headers = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"}
+    response = httpx.post(f"{gateway.url}/v1/chat/completions", content=body, headers=headers)
+    assert response.status_code == 200 and response.json()["choices"][0]["message"]["content"] == GOOD
+    [sent] = [r.body for r in upstream.requests if marker in json.dumps(r.body)]
+    assert "\ud800" in sent["messages"][-1]["content"]
+    broken = httpx.post(f"{gateway.url}/v1/chat/completions", content=b'{"model": "json", "messages": [', headers=headers)
+    assert broken.status_code == 400 and broken.json()["error"]["message"] == "the request body is not JSON"

@@ -3,17 +3,22 @@ and the config tables the live cascade reads. Real files, a real upstream on 127
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import shutil
+import sqlite3
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 import admiss
 from admiss.errors import InputError
-from admiss.serve.store import StoreError, open_store, parse_since
+from admiss.serve.store import StoreBusy, StoreError, StoreWriter, _Checkpointer, open_store, parse_since
 from gatewaykit import prompt, upstream_calls
 
 GOOD = '{"answer": 42}'
@@ -149,12 +154,106 @@ def test_the_store_keeps_receipts_in_time_order_with_their_columns(tmp_path):
     with pytest.raises(StoreError):
         store.put(_receipt("rcpt_a", "2026-11-29T10:00:00.000Z"))  # ids are unique
     store.close()
-    import sqlite3
 
     row = sqlite3.connect(tmp_path / "s.db").execute(
         "SELECT chain, served_rung, outcome, model_cost_usd, gate_cost_usd FROM receipts WHERE id = 'rcpt_a'").fetchone()
     assert row == ("answer", None, "exhausted", 0.25, 0.5)
     assert sqlite3.connect(tmp_path / "s.db").execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+def test_the_writer_commits_the_receipts_of_one_loop_turn_together_and_each_put_waits_for_its_commit(tmp_path):
+    writer = StoreWriter(open_store(tmp_path / "s.db"))
+    committed: list[int] = []
+
+    async def put(index: int) -> None:
+        await writer.put(_receipt(f"rcpt_{index}", "2026-11-30T10:00:00.000Z"))
+        # Once put returns, another connection sees the receipt: it is committed.
+        committed.append(open_store(tmp_path / "s.db", create=False).get(f"rcpt_{index}") is not None)
+
+    async def go() -> None:
+        await asyncio.gather(*(put(i) for i in range(300)))
+        # A duplicate id fails its transaction, and only its put raises.
+        results = await asyncio.gather(writer.put(_receipt("rcpt_0", "2026-11-30T10:00:00.000Z")),
+                                       return_exceptions=True)
+        assert isinstance(results[0], StoreError)
+
+    asyncio.run(go())
+    writer.close()
+    assert committed == [True] * 300
+    assert len(list(open_store(tmp_path / "s.db", create=False).iter_since())) == 300
+
+
+def test_the_writer_checkpoints_the_wal_into_the_database_file_off_the_loop(tmp_path):
+    writer = StoreWriter(open_store(tmp_path / "s.db"))
+    count = _Checkpointer.CHECKPOINT_EVERY + 10
+
+    async def go() -> None:
+        await asyncio.gather(*(writer.put(_receipt(f"rcpt_{i}", "2026-11-30T10:00:00.000Z")) for i in range(count)))
+
+    asyncio.run(go())
+    # The database file alone (copied without its WAL) holds the receipts once a checkpoint ran.
+    deadline = time.monotonic() + 20
+    rows = 0
+    while time.monotonic() < deadline and rows < count:
+        shutil.copy(tmp_path / "s.db", tmp_path / "copy.db")
+        try:
+            rows = sqlite3.connect(tmp_path / "copy.db").execute("SELECT COUNT(*) FROM receipts").fetchone()[0]
+        except sqlite3.DatabaseError:  # no table yet, or a copy taken mid-checkpoint
+            rows = 0
+        time.sleep(0.1)
+    writer.close()
+    assert rows == count
+
+
+def test_a_commit_waits_for_another_programs_write_lock_without_blocking_the_loop(tmp_path):
+    writer = StoreWriter(open_store(tmp_path / "s.db"))
+    other = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another program holds the write lock
+
+    async def go() -> None:
+        put = asyncio.ensure_future(writer.put(_receipt("rcpt_waited", "2026-11-30T10:00:00.000Z")))
+        # The loop goes on turning while the commit retries: these sleeps end, the put does not.
+        for _ in range(20):
+            await asyncio.sleep(0.01)
+        assert not put.done()
+        other.execute("ROLLBACK")
+        await put
+
+    asyncio.run(go())
+    writer.close()
+    assert open_store(tmp_path / "s.db", create=False).get("rcpt_waited") is not None
+
+
+def test_a_commit_that_cannot_get_the_lock_in_time_fails_its_requests(tmp_path, monkeypatch):
+    monkeypatch.setattr(StoreWriter, "BUSY_WAIT_S", 0.2)
+    writer = StoreWriter(open_store(tmp_path / "s.db"))
+    other = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+
+    async def go() -> list:
+        return await asyncio.gather(*(writer.put(_receipt(f"rcpt_{i}", "2026-11-30T10:00:00.000Z")) for i in range(3)),
+                                    return_exceptions=True)
+
+    results = asyncio.run(go())
+    other.execute("ROLLBACK")
+    writer.close()
+    assert [type(r) for r in results] == [StoreBusy] * 3
+    assert "database is locked" in str(results[0])
+
+
+def test_closing_the_writer_from_another_thread_writes_what_is_queued(tmp_path):
+    writer = StoreWriter(open_store(tmp_path / "s.db"))
+
+    async def go() -> None:
+        put = asyncio.ensure_future(writer.put(_receipt("rcpt_late", "2026-11-30T10:00:00.000Z")))
+        await asyncio.sleep(0)  # queued, its commit not yet run
+        closing = threading.Thread(target=writer.close)
+        closing.start()
+        closing.join()
+        await put
+
+    asyncio.run(go())
+    assert open_store(tmp_path / "s.db", create=False).get("rcpt_late") is not None
 
 
 def test_receipts_export_prints_json_lines_since_a_time(tmp_path):

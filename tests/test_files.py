@@ -8,7 +8,6 @@ import stat
 import threading
 from pathlib import Path
 
-import pytest
 
 from admiss.files import write_atomically
 

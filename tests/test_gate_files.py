@@ -3,7 +3,6 @@ explicit --config, whether or not a chain will read it."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest

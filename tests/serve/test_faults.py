@@ -143,5 +143,5 @@ def test_sigterm_under_load_finishes_what_it_accepted_and_exits_0(tmp_path, upst
     assert sum(store.counts().values()) == len(answered)
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"{gateway.url}/healthz")
-    stuck = [int(path.read_text()) for path in gateway.pids.glob("stuck*.pid")]
-    assert len(stuck) == 3 and not any(_alive(pid) for pid in stuck)
+    stuck_pids = [int(path.read_text()) for path in gateway.pids.glob("stuck*.pid")]
+    assert len(stuck_pids) == 3 and not any(_alive(pid) for pid in stuck_pids)

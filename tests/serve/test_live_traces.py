@@ -9,20 +9,10 @@ import subprocess
 import sys
 
 from gatewaykit import prompt, upstream_calls
-from test_router import _check  # the same `admiss check --format json` run on one file
+# The same two-rung chain and `admiss check --format json` run on one file.
+from test_router import TWO_RUNGS as RUBRIC, _check
 
 GOOD = '{"answer": 42}'
-RUBRIC = """
-CHAIN answer {
-  RUNG cheap MODEL "fake/cheap" {
-    GATE non_empty ON ABSTAIN fail_closed
-    GATE json_valid ON ABSTAIN fail_closed
-  }
-  RUNG strong MODEL "fake/strong" {
-    GATE non_empty ON ABSTAIN fail_closed
-  }
-}
-"""
 
 
 def _trace(task: str, answer: str, model: str) -> dict:

@@ -1,17 +1,24 @@
 """The gateway's Prometheus metrics; the only module that imports prometheus_client.
 
 Counters are updated from each receipt once it is stored, so they count exactly what the
-receipt store holds. Gate error rates and disabled gates are read from the routers' error
-budgets when /metrics is scraped.
+receipt store holds. The gate-health gauges (error rate, disabled) are set from the chain's
+error budgets after each receipt, so they show the budgets as the last answered request
+left them.
+
+Under ``admiss serve --workers N`` the parent sets ``PROMETHEUS_MULTIPROC_DIR`` before it
+starts the workers: each worker's values go to files there (prometheus_client's multiprocess
+mode) and /metrics, whichever worker answers it, adds them up. Counters and histograms sum
+over every worker that ever ran; a gauge says in its ``multiprocess_mode`` how workers'
+values combine.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+import os
+from typing import Any
 
 from prometheus_client import (CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram,
-                               disable_created_metrics, generate_latest)
-from prometheus_client.core import GaugeMetricFamily
+                               disable_created_metrics, generate_latest, multiprocess)
 
 # The *_created series double the page and no dashboard here reads them.
 disable_created_metrics()
@@ -20,32 +27,15 @@ disable_created_metrics()
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 
 
-class _GateHealthCollector:
-    """admiss_gate_error_rate and admiss_gates_disabled, read from the budgets at scrape time."""
-
-    def __init__(self, routers: dict[str, Any]):
-        self.routers = routers
-
-    def describe(self) -> list:
-        return []
-
-    def collect(self) -> Iterable[GaugeMetricFamily]:
-        labels = ["chain", "rung", "gate", "position"]
-        rate = GaugeMetricFamily("admiss_gate_error_rate", "Share of a gate's runs in its error-budget window that "
-                                 "were errors (crash, timeout, malformed reply, provider failure)", labels=labels)
-        disabled = GaugeMetricFamily("admiss_gate_disabled", "1 when the gate's error budget disabled it", labels=labels)
-        total = GaugeMetricFamily("admiss_gates_disabled", "How many gates their error budgets disabled", labels=["chain"])
-        for chain, router in self.routers.items():
-            health = router.gate_health()
-            for gate in health:
-                values = [chain, gate.rung, gate.gate, str(gate.position)]
-                rate.add_metric(values, gate.error_rate)
-                disabled.add_metric(values, 1.0 if gate.disabled else 0.0)
-            total.add_metric([chain], float(sum(g.disabled for g in health)))
-        return [rate, disabled, total]
+def multiprocess_mode() -> bool:
+    """Whether this process is one of several workers writing their values to shared files."""
+    return bool(os.environ.get("PROMETHEUS_MULTIPROC_DIR"))
 
 
 class GatewayMetrics:
+    """The gateway's metrics over ``routers`` (chain name to Router), counted from the
+    receipts each router stores."""
+
     def __init__(self, routers: dict[str, Any]):
         self.registry = CollectorRegistry()
         r = self.registry
@@ -62,10 +52,24 @@ class GatewayMetrics:
                                       ["chain", "rung"], buckets=LATENCY_BUCKETS, registry=r)
         self.model_cost = Counter("admiss_model_cost_usd", "Model spend in US dollars", ["chain", "rung"], registry=r)
         self.gate_cost = Counter("admiss_gate_cost_usd", "Gate spend in US dollars", ["chain", "gate"], registry=r)
-        self.in_flight = Gauge("admiss_in_flight_requests", "Chat requests being worked on", registry=r)
-        r.register(_GateHealthCollector(routers))
+        # Live workers' values add up (a worker's requests end with it); the gate gauges show
+        # the worst live worker, since each worker keeps its own error budgets.
+        self.in_flight = Gauge("admiss_in_flight_requests", "Chat requests being worked on", registry=r,
+                               multiprocess_mode="livesum")
+        gate_labels = ["chain", "rung", "gate", "position"]
+        self.error_rate = Gauge("admiss_gate_error_rate", "Share of a gate's runs in its error-budget window that "
+                                "were errors (crash, timeout, malformed reply, provider failure)", gate_labels,
+                                registry=r, multiprocess_mode="livemax")
+        self.disabled = Gauge("admiss_gate_disabled", "1 when the gate's error budget disabled it", gate_labels,
+                              registry=r, multiprocess_mode="livemax")
+        self.disabled_count = Gauge("admiss_gates_disabled", "How many gates their error budgets disabled", ["chain"],
+                                    registry=r, multiprocess_mode="livemax")
         # Label values come from the rubric's names and fixed words, so this stays small.
         self._children: dict[tuple, Any] = {}
+        self.routers = routers
+        for name, router in routers.items():
+            router.listeners.append(self.observe)
+            self._gate_health(name)
 
     def observe(self, receipt: dict[str, Any]) -> None:
         """Count one stored receipt."""
@@ -84,6 +88,17 @@ class GatewayMetrics:
                 child(self.gate_cost, name, gate["gate"]).inc(gate["gate_cost_usd"])
         for rung, ms in receipt["latency_ms"].items():
             child(self.rung_latency, name, rung).observe(ms / 1000)
+        self._gate_health(name)
+
+    def _gate_health(self, chain: str) -> None:
+        """Set the gate gauges of ``chain`` from its router's error budgets."""
+        child = self._child
+        health = self.routers[chain].gate_health()
+        for gate in health:
+            labels = (chain, gate.rung, gate.gate, str(gate.position))
+            child(self.error_rate, *labels).set(gate.error_rate)
+            child(self.disabled, *labels).set(1.0 if gate.disabled else 0.0)
+        child(self.disabled_count, chain).set(float(sum(g.disabled for g in health)))
 
     def _child(self, metric: Any, *labels: str) -> Any:
         """``metric.labels(*labels)``, kept: looking a child up costs more than counting."""
@@ -94,5 +109,15 @@ class GatewayMetrics:
         return found
 
     def exposition(self) -> tuple[bytes, str]:
-        """The metrics in Prometheus' text format, and its content type."""
-        return generate_latest(self.registry), CONTENT_TYPE_LATEST
+        """The metrics in Prometheus' text format, and its content type: every worker's,
+        added up, in multiprocess mode."""
+        if not multiprocess_mode():
+            return generate_latest(self.registry), CONTENT_TYPE_LATEST
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+        return generate_latest(registry), CONTENT_TYPE_LATEST
+
+    def close(self) -> None:
+        """In multiprocess mode, take this worker's live gauges off the page as it stops."""
+        if multiprocess_mode():
+            multiprocess.mark_process_dead(os.getpid())

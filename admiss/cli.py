@@ -430,17 +430,20 @@ def serve(
     port: int = typer.Option(8000, "--port", min=0, max=65535, metavar="PORT", help="The port to listen on."),
     store: Optional[Path] = typer.Option(None, "--store", metavar="FILE", help="The SQLite receipt store [default: [serve] store "
                                          "of the config, else admiss-receipts.db]."),
+    workers: int = typer.Option(1, "--workers", min=1, metavar="N", help="Processes serving the one port, each with its "
+                                "own error budgets; /metrics adds them up [default: 1]."),
 ) -> None:
     """Serve the rubric's chains as an OpenAI-compatible gateway that sends only verified
     output, with receipts, /metrics and bearer keys (docs/serve.md).
 
     Stops on SIGTERM or Ctrl-C: in-flight requests finish (up to [serve] grace_s), the
-    store is flushed, exit 0. Exit 2 when the rubric, config or store is bad.
+    store is flushed, exit 0. Exit 2 when the rubric, config or store is bad; exit 3 when
+    it cannot start serving (the port is taken, a worker could not start).
     """
     from admiss.errors import AdmissError
 
     try:
-        from admiss.serve.app import serve as run_gateway
+        from admiss.serve.app import serve as run_gateway, serve_workers
     except ImportError as error:
         sys.stderr.write(f"admiss serve needs the serve extra: pip install 'admiss[serve]' ({error})\n")
         raise typer.Exit(EXIT_BAD_INPUT) from None
@@ -455,7 +458,14 @@ def serve(
     except AdmissError as error:
         _print_error(error)
         raise typer.Exit(EXIT_BAD_INPUT) from None
-    raise typer.Exit(run_gateway(routers, keys, host, port, first.config.serve.grace_s))
+    grace_s = first.config.serve.grace_s
+    if workers == 1:
+        raise typer.Exit(run_gateway(routers, keys, host, port, grace_s))
+    # Checked here, built again in each worker: what the workers serve is what was checked.
+    spec = {"rubric": str(rubric.resolve()), "config": str(first.config.path.resolve()) if first.config.path else None,
+            "chain": chain, "store": str(first.store.store.path.resolve())}
+    first.store.close()
+    raise typer.Exit(serve_workers(spec, workers, host, port, grace_s))
 
 
 receipts_app = typer.Typer(help="Read a receipt store written by admiss serve.", no_args_is_help=True,

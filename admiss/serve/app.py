@@ -13,9 +13,12 @@ from __future__ import annotations
 import asyncio
 import gc
 import hmac
+import json
 import os
 import re
+import shutil
 import signal
+import tempfile
 import time
 from typing import Any, AsyncIterator, Mapping
 
@@ -145,8 +148,6 @@ class Gateway:
         self.routers = routers
         self.keys = keys
         self.metrics = GatewayMetrics(routers)
-        for router in routers.values():
-            router.listeners.append(self.metrics.observe)
 
     def authorized(self, request: Request) -> bool:
         if not self.keys:
@@ -292,6 +293,14 @@ class _Lifespan:
         for router in self.gateway.routers.values():
             await router.aclose()
         await asyncio.get_running_loop().run_in_executor(None, self.gateway.store.close)
+        self.gateway.metrics.close()
+
+
+def _server_config(app: Any, host: str, port: int, grace_s: float, log_level: str, **more: Any):
+    import uvicorn
+
+    return uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False,
+                          timeout_graceful_shutdown=grace_s, lifespan="on", server_header=False, **more)
 
 
 def serve(routers: dict[str, Router], keys: frozenset[str], host: str, port: int, grace_s: float,
@@ -300,12 +309,53 @@ def serve(routers: dict[str, Router], keys: frozenset[str], host: str, port: int
     flush the store and return 0."""
     import uvicorn
 
-    gateway = Gateway(routers, keys)
-    config = uvicorn.Config(gateway.app(), host=host, port=port, log_level=log_level, access_log=False,
-                            timeout_graceful_shutdown=grace_s, lifespan="on", server_header=False)
+    config = _server_config(Gateway(routers, keys).app(), host, port, grace_s, log_level)
     # uvicorn raises the stopping signal again once it has shut down; a handler of our own
     # takes it, so a graceful stop exits 0 rather than dying by the signal.
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: None)
     uvicorn.Server(config).run()
     return 0
+
+
+# What a worker of ``admiss serve --workers N`` serves: {"rubric", "config", "chain", "store"},
+# paths the parent checked (and made absolute), as JSON in the environment it starts with.
+WORKER_ENV = "ADMISS_SERVE_WORKER"
+
+
+def worker_app() -> Starlette:
+    """The app of one worker process, built from :data:`WORKER_ENV` (uvicorn calls it in
+    each worker, as the factory of the import string ``admiss.serve.app:worker_app``)."""
+    from admiss.serve.router import routers_for
+
+    spec = json.loads(os.environ[WORKER_ENV])
+    routers = routers_for(spec["rubric"], spec["config"], spec["chain"], spec["store"])
+    return Gateway(routers, api_keys(next(iter(routers.values())))).app()
+
+
+def serve_workers(spec: Mapping[str, str | None], workers: int, host: str, port: int, grace_s: float,
+                  log_level: str = "info") -> int:
+    """Serve with ``workers`` processes accepting on one listening socket, under uvicorn's
+    supervisor: it passes SIGTERM and Ctrl-C on to every worker (each then finishes its
+    in-flight requests and flushes its receipts, as :func:`serve` does), waits for them all,
+    and starts a new worker when one dies. 0 after a stop; 3 (uvicorn's start-up failure,
+    as for a port already taken) when a worker could not start.
+
+    Each worker has its own event loop, providers' connections, error budgets and store
+    connection (SQLite's lock orders their commits); /metrics adds the workers' values up
+    through a metrics folder made for this run and removed after it.
+    """
+    from uvicorn.config import STARTUP_FAILURE
+    from uvicorn.supervisors import Multiprocess
+
+    metrics_folder = tempfile.mkdtemp(prefix="admiss-metrics-")
+    os.environ[WORKER_ENV] = json.dumps(dict(spec))
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_folder
+    try:
+        config = _server_config("admiss.serve.app:worker_app", host, port, grace_s, log_level, factory=True,
+                                workers=workers)
+        supervisor = Multiprocess(config, sockets=[config.bind_socket()])
+        supervisor.run()
+    finally:
+        shutil.rmtree(metrics_folder, ignore_errors=True)
+    return STARTUP_FAILURE if any(worker.exitcode == STARTUP_FAILURE for worker in supervisor.processes) else 0

@@ -8,6 +8,7 @@ and the upstream log shows exactly which models a request reached.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -123,7 +124,7 @@ class Gateway:
     """A running ``admiss serve`` process and what tests need to reach and inspect it."""
 
     def __init__(self, folder: Path, upstream: ChatServer, extra_env: dict[str, str] | None = None,
-                 grace_s: float = 10):
+                 grace_s: float = 10, workers: int = 1):
         self.folder = folder
         self.upstream = upstream
         self.pids = folder / "pids"
@@ -141,7 +142,8 @@ class Gateway:
                **(extra_env or {})}
         with self.log.open("wb") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "admiss", "serve", str(folder / "gw.rubric"), "--port", str(self.port)],
+                [sys.executable, "-m", "admiss", "serve", str(folder / "gw.rubric"), "--port", str(self.port),
+                 "--workers", str(workers)],
                 cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT)
         self._wait_until_up()
 
@@ -191,3 +193,49 @@ def prompt(script: dict[str, Any], text: str = "What is the answer?") -> tuple[s
 def upstream_calls(upstream: ChatServer, marker: str) -> list[str]:
     """The upstream models a request (known by its marker) reached, in order."""
     return [r.body["model"] for r in list(upstream.requests) if marker in json.dumps(r.body)]
+
+
+GOOD = '{"answer": 42}'
+
+
+async def drive(gateway: Gateway, requests: int, concurrency: int) -> list[tuple[str, str, str]]:
+    """(marker, outcome, receipt id) of every request: one in six exhausts its chain."""
+    gate = asyncio.Semaphore(concurrency)
+    limits = openai.DefaultAsyncHttpxClient(limits=httpx.Limits(max_connections=concurrency))
+
+    async def one(client, index: int):
+        strong = GOOD if index % 3 else "not json"
+        marker, text = prompt({"cheap": GOOD if index % 2 else "not json", "strong": strong}, f"load {index}")
+        async with gate:
+            try:
+                reply = await client.chat.completions.create(model="json",
+                                                             messages=[{"role": "user", "content": text}])
+                return marker, "served", reply.model_extra["admiss"]["receipt_id"]
+            except openai.UnprocessableEntityError as exc:
+                return marker, "exhausted", exc.body["receipt_id"]
+
+    async with gateway.async_client(timeout=60, http_client=limits) as client:
+        return await asyncio.gather(*(one(client, i) for i in range(requests)))
+
+
+def expected_outcome(index: int) -> str:
+    """What request ``index`` of :func:`drive` gets."""
+    return "served" if index % 2 or index % 3 else "exhausted"
+
+
+def assert_answered_and_counted(gateway: Gateway, results: list[tuple[str, str, str]]) -> None:
+    """Every request of :func:`drive` got its outcome and one receipt of its own, stored, and
+    /metrics counts exactly what the store holds."""
+    assert [outcome for _, outcome, _ in results] == [expected_outcome(i) for i in range(len(results))]
+    ids = [receipt_id for _, _, receipt_id in results]
+    assert len(set(ids)) == len(results)
+    store = gateway.store()
+    stored = {r["id"]: r for r in store.iter_since()}
+    assert set(ids) <= set(stored)
+    assert all((stored[rid]["chain"]["served"] is None) == (outcome == "exhausted") for _, outcome, rid in results)
+    metrics = gateway.metrics()
+    for (chain, outcome), count in store.counts().items():
+        assert metrics[f'admiss_requests_total{{chain="{chain}",outcome="{outcome}"}}'] == count
+    served = {key: value for key, value in metrics.items() if key.startswith("admiss_serves_total")}
+    assert sum(served.values()) == sum(c for (_, o), c in store.counts().items() if o == "served")
+    assert metrics["admiss_in_flight_requests"] == 0

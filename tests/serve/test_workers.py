@@ -1,0 +1,88 @@
+"""``admiss serve --workers 2``: two processes serving one port under uvicorn's supervisor.
+Every request gets one stored receipt whichever worker took it, /metrics (answered by either)
+adds both workers up, a worker that dies is replaced without losing what it counted, and
+SIGTERM stops them all with exit 0 and leaves no process and no metrics folder behind."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from gatewaykit import Gateway, assert_answered_and_counted, drive, prompt
+
+from test_faults import _alive, _wait_for
+
+GOOD = '{"answer": 42}'
+
+
+def _children(pid: int) -> set[int]:
+    return {int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()}
+
+
+def _workers(pid: int) -> set[int]:
+    """The serving processes under the supervisor (not multiprocessing's resource tracker)."""
+    return {child for child in _children(pid) if b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes()}
+
+
+def _metrics_folder(worker: int) -> Path:
+    environ = Path(f"/proc/{worker}/environ").read_bytes().split(b"\0")
+    [value] = [item.split(b"=", 1)[1] for item in environ if item.startswith(b"PROMETHEUS_MULTIPROC_DIR=")]
+    return Path(os.fsdecode(value))
+
+
+@pytest.fixture(scope="module")
+def workers_gateway(tmp_path_factory, upstream):
+    gateway = Gateway(tmp_path_factory.mktemp("workers"), upstream, workers=2)
+    try:
+        # The port answers as soon as one worker is up; wait for the second.
+        assert _wait_for(lambda: len(_workers(gateway.process.pid)) == 2), gateway.log.read_text()
+        yield gateway
+    finally:
+        if gateway.process.poll() is None:
+            assert gateway.stop() == 0, gateway.log.read_text()
+
+
+def test_two_workers_answer_every_request_and_metrics_add_them_up(workers_gateway):
+    workers = _workers(workers_gateway.process.pid)
+    assert len(workers) == 2
+    results = asyncio.run(drive(workers_gateway, 300, 50))
+    assert_answered_and_counted(workers_gateway, results)
+    # Both took requests: a worker's counters get their file when it first counts a receipt.
+    folder = _metrics_folder(min(workers))
+    assert {path.name for path in folder.glob("counter_*.db")} >= {f"counter_{pid}.db" for pid in workers}
+
+
+def test_a_dead_worker_is_replaced_and_what_it_counted_still_counts(workers_gateway):
+    before = _workers(workers_gateway.process.pid)
+    os.kill(min(before), signal.SIGKILL)
+    assert _wait_for(lambda: len(_workers(workers_gateway.process.pid) - before) == 1), workers_gateway.log.read_text()
+    assert len(_workers(workers_gateway.process.pid)) == 2
+    results = asyncio.run(drive(workers_gateway, 60, 20))
+    # The counters of both the dead worker and its replacement are on the page.
+    assert_answered_and_counted(workers_gateway, results)
+
+
+def test_sigterm_stops_every_worker_exits_0_and_removes_the_metrics_folder(workers_gateway):
+    processes = _children(workers_gateway.process.pid)
+    folder = _metrics_folder(min(_workers(workers_gateway.process.pid)))
+    assert folder.is_dir()
+    _, text = prompt({"cheap": {"delay": 0.5, "text": GOOD}})
+
+    async def ask_then_stop():
+        async with workers_gateway.async_client(timeout=30) as client:
+            asking = asyncio.ensure_future(client.chat.completions.create(
+                model="json", messages=[{"role": "user", "content": text}]))
+            await asyncio.sleep(0.25)
+            workers_gateway.process.send_signal(signal.SIGTERM)
+            return await asking
+
+    reply = asyncio.run(ask_then_stop())  # in flight at the signal: it is finished, with its receipt
+    assert workers_gateway.process.wait(30) == 0, workers_gateway.log.read_text()
+    assert workers_gateway.store().get(reply.model_extra["admiss"]["receipt_id"]) is not None
+    # multiprocessing's resource tracker leaves when it sees its parent's end of the pipe close.
+    assert _wait_for(lambda: not any(_alive(pid) for pid in processes), 5)
+    assert not folder.exists()

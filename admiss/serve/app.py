@@ -228,8 +228,10 @@ class Gateway:
     async def receipt(self, request: Request) -> Response:
         if not self.authorized(request):
             return self.unauthorized()
-        store = self.store
-        receipt = await store.aread(lambda s, rid: s.get(rid), request.path_params["receipt_id"])
+        try:
+            receipt = await self.store.aread(lambda s, rid: s.get(rid), request.path_params["receipt_id"])
+        except StoreError as exc:  # the file was removed or damaged under the gateway
+            return _error(503, f"the receipt store cannot be read: {exc}", "admiss_error", "receipt_store_unavailable")
         if receipt is None:
             return _error(404, "no such receipt", "invalid_request_error", "receipt_not_found")
         return _JSON(receipt)

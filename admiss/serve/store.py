@@ -108,7 +108,10 @@ class ReceiptStore:
         self._db.execute("PRAGMA wal_autocheckpoint=0")
 
     def get(self, receipt_id: str) -> dict[str, Any] | None:
-        row = self._db.execute("SELECT body FROM receipts WHERE id = ?", (receipt_id,)).fetchone()
+        try:
+            row = self._db.execute("SELECT body FROM receipts WHERE id = ?", (receipt_id,)).fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: cannot read receipts: {exc}") from None
         return None if row is None else json.loads(row[0])
 
     def iter_since(self, since: str | None = None) -> Iterator[dict[str, Any]]:

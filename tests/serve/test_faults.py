@@ -14,7 +14,7 @@ import httpx
 import openai
 import pytest
 
-from gatewaykit import Gateway, prompt, upstream_calls
+from gatewaykit import KEY, Gateway, prompt, upstream_calls
 
 GOOD = '{"answer": 42}'
 
@@ -145,3 +145,19 @@ def test_sigterm_under_load_finishes_what_it_accepted_and_exits_0(tmp_path, upst
         httpx.get(f"{gateway.url}/healthz")
     stuck_pids = [int(path.read_text()) for path in gateway.pids.glob("stuck*.pid")]
     assert len(stuck_pids) == 3 and not any(_alive(pid) for pid in stuck_pids)
+
+
+def test_a_store_removed_under_the_gateway_is_a_503_not_a_server_error(tmp_path, upstream):
+    gateway = Gateway(tmp_path, upstream)
+    try:
+        _, reply, _ = _ask(gateway, "json", {"cheap": GOOD})
+        for path in tmp_path.glob("receipts.db*"):
+            path.unlink()
+        asked = httpx.get(f"{gateway.url}/v1/receipts/{reply.model_extra['admiss']['receipt_id']}",
+                          headers={"authorization": f"Bearer {KEY}"})
+        assert asked.status_code == 503
+        assert asked.json()["error"]["code"] == "receipt_store_unavailable"
+        assert httpx.get(f"{gateway.url}/readyz").status_code == 503
+        assert httpx.get(f"{gateway.url}/healthz").status_code == 200
+    finally:
+        assert gateway.stop() == 0, gateway.log.read_text()

@@ -1,10 +1,12 @@
 """The gateway: what ``admiss serve`` adds to a chat call when its chain has only inline
 gates (non_empty, json_valid), against direct calls to the same fake upstream, in one run.
 
-Three processes on the machine's two shared cores: the fake upstream (fake_upstream.py),
-``admiss serve`` (which writes every receipt to SQLite before answering), and this client
-(raw HTTP/1.1 keep-alive connections on asyncio, so the client costs as little as it can).
-Direct and gateway rounds alternate; each round's figures are printed, then the medians.
+Processes on the machine's two shared cores: the fake upstream (fake_upstream.py),
+``admiss serve`` (which writes every receipt to SQLite before answering), a byte relay
+(relay.py: one more hop that does nothing, the floor any gateway pays here), and this
+client (raw HTTP/1.1 keep-alive connections on asyncio, so the client costs as little as it
+can). Direct, gateway and relay rounds take turns, each round in another order; each
+round's figures are printed, then the medians.
 
 Three upstreams: one that answers at once (the gateway's whole cost shows, and the direct
 baseline is a raw client against a raw server); one that takes exactly 100 ms, a fast
@@ -40,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -149,8 +152,17 @@ WORKERS = (1, 2)
 
 
 def _start_upstream(delay_s: float, spread_s: float = 0.0) -> tuple[subprocess.Popen, int]:
-    process = subprocess.Popen([sys.executable, str(Path(__file__).parent / "fake_upstream.py"), str(delay_s),
-                                str(spread_s)], stdout=subprocess.PIPE, text=True)
+    return _start_helper("fake_upstream.py", str(delay_s), str(spread_s))
+
+
+def _start_relay(upstream_port: int) -> tuple[subprocess.Popen, int]:
+    return _start_helper("relay.py", str(upstream_port))
+
+
+def _start_helper(script: str, *args: str) -> tuple[subprocess.Popen, int]:
+    """One of this folder's servers, started, and the port it printed."""
+    process = subprocess.Popen([sys.executable, str(Path(__file__).parent / script), *args], stdout=subprocess.PIPE,
+                               text=True)
     return process, int(process.stdout.readline())
 
 
@@ -192,14 +204,32 @@ def run(settings: Settings) -> None:
 
 def _run_against(settings: Settings, delay_s: float, spread_s: float) -> None:
     upstream, upstream_port = _start_upstream(delay_s, spread_s)
+    relay, relay_port = _start_relay(upstream_port)
     try:
         for workers in WORKERS:
-            _run_gateway(settings, delay_s, spread_s, upstream_port, workers)
+            _run_gateway(settings, delay_s, spread_s, upstream_port, relay_port, workers)
     finally:
+        _stop(relay)
         _stop(upstream)
 
 
-def _run_gateway(settings: Settings, delay_s: float, spread_s: float, upstream_port: int, workers: int) -> None:
+@dataclass
+class Summary:
+    """A section's figures, each the median of its rounds' (seconds, or a ratio)."""
+
+    added_median: float
+    added_p99: float
+    throughput: float
+    single: float  # added at concurrency 1
+    through_httpx: float  # direct calls' rate through httpx, requests per second
+    gateway_rate: float
+    relay_median: float
+    relay_p99: float
+    relay_single: float
+
+
+def _run_gateway(settings: Settings, delay_s: float, spread_s: float, upstream_port: int, relay_port: int,
+                 workers: int) -> None:
     after = f"{delay_s * 1000:.0f} ± {spread_s * 1000:.0f} ms, uniformly" if spread_s else f"{delay_s * 1000:.0f} ms"
     print_section(f"gateway: admiss serve --workers {workers} with inline gates vs direct calls to the same fake "
                   f"upstream (replying after {after}), concurrency {CONCURRENCY}")
@@ -208,50 +238,63 @@ def _run_gateway(settings: Settings, delay_s: float, spread_s: float, upstream_p
     with tempfile.TemporaryDirectory() as tmp:
         gateway, gateway_port = _start_gateway(Path(tmp), upstream_port, workers)
         try:
-            rows, summary = _measure(upstream_port, gateway_port, total, rounds)
+            rows, summary = _measure(upstream_port, gateway_port, relay_port, total, rounds)
         finally:
             _stop(gateway)
         stored = sum(1 for _ in _receipts(Path(tmp) / "receipts.db"))
-    print_table(f"{total} requests per round; latency beyond the upstream's own time, in ms", ["round", "direct p50", "direct p99", "direct req/s",
-                "gateway p50", "gateway p99", "gateway req/s", "added p50", "added p99", "throughput"], rows)
-    added_median, added_p99, throughput, single, through_httpx, gateway_rate = summary
-    print(f"added latency at concurrency 1 (one request at a time): median {_ms(single)} ms")
+    print_table(f"{total} requests per round; latency beyond the upstream's own time, in ms",
+                ["round", "direct p50", "direct p99", "direct req/s", "gateway p50", "gateway p99", "gateway req/s",
+                 "added p50", "added p99", "throughput", "relay added p50", "relay added p99"], rows)
+    print(f"added latency at concurrency 1 (one request at a time): median {_ms(summary.single)} ms")
+    print(f"a byte relay (one more hop doing nothing, relay.py) adds median {_ms(summary.relay_median)} ms, "
+          f"p99 {_ms(summary.relay_p99)} ms at concurrency {CONCURRENCY}, {_ms(summary.relay_single)} ms one at a "
+          f"time: the hop's own cost on this machine")
     print(f"direct calls through httpx (admiss's default provider client) at concurrency {CONCURRENCY}: "
-          f"{through_httpx:.0f} req/s; the gateway's median {gateway_rate:.0f} req/s is "
-          f"{ratio_text(gateway_rate / through_httpx)} of that")
+          f"{summary.through_httpx:.0f} req/s; the gateway's median {summary.gateway_rate:.0f} req/s is "
+          f"{ratio_text(summary.gateway_rate / summary.through_httpx)} of that")
     print(f"receipts stored: {stored}")
     print(target_text(f"added median <= {TARGET_MEDIAN_MS} ms at concurrency {CONCURRENCY}",
-                      added_median * 1000 <= TARGET_MEDIAN_MS, f"{_ms(added_median)} ms (median of rounds)"))
+                      summary.added_median * 1000 <= TARGET_MEDIAN_MS,
+                      f"{_ms(summary.added_median)} ms (median of rounds)"))
     print(target_text(f"added p99 <= {TARGET_P99_MS} ms at concurrency {CONCURRENCY}",
-                      added_p99 * 1000 <= TARGET_P99_MS, f"{_ms(added_p99)} ms (median of rounds)"))
-    print(target_text(f"throughput >= {TARGET_THROUGHPUT}x direct", throughput >= TARGET_THROUGHPUT,
-                      ratio_text(throughput)))
+                      summary.added_p99 * 1000 <= TARGET_P99_MS, f"{_ms(summary.added_p99)} ms (median of rounds)"))
+    print(target_text(f"throughput >= {TARGET_THROUGHPUT}x direct", summary.throughput >= TARGET_THROUGHPUT,
+                      ratio_text(summary.throughput)))
 
 
-def _measure(upstream_port: int, gateway_port: int, total: int, rounds: int):
+def _added(path: list[float], direct: list[float]) -> tuple[float, float]:
+    """(median, p99) of ``path``'s latencies less ``direct``'s."""
+    return (statistics.median(path) - statistics.median(direct),
+            _percentile(path, 0.99) - _percentile(direct, 0.99))
+
+
+def _measure(upstream_port: int, gateway_port: int, relay_port: int, total: int, rounds: int):
     direct = _request("/v1/chat/completions", {"model": "cheap", "messages": MESSAGES}, {})
     via = _request("/v1/chat/completions", {"model": "bench", "messages": MESSAGES}, {"authorization": f"Bearer {KEY}"})
-    for port, request in ((upstream_port, direct), (gateway_port, via)):
+    paths = {"direct": (upstream_port, direct), "gateway": (gateway_port, via), "relay": (relay_port, direct)}
+    for port, request in paths.values():
         load(port, request, 500, CONCURRENCY)  # warm-up: connections, lazy imports, SQLite pages
-    rows, added50, added99, ratios, rates = [], [], [], [], []
+    rows, added, relayed, ratios, rates = [], [], [], [], []
+    names = list(paths)
     for index in range(rounds):
-        order = [(upstream_port, direct), (gateway_port, via)]
-        results = [load(port, request, total, CONCURRENCY) for port, request in (order if index % 2 == 0 else order[::-1])]
-        (d_lat, d_rate), (g_lat, g_rate) = results if index % 2 == 0 else results[::-1]
-        d50, d99, g50, g99 = (statistics.median(d_lat), _percentile(d_lat, 0.99), statistics.median(g_lat),
-                              _percentile(g_lat, 0.99))
-        added50.append(g50 - d50)
-        added99.append(g99 - d99)
+        # Each round in another order, so that no path always runs first or last.
+        order = names[index % len(names):] + names[:index % len(names)]
+        measured = {name: load(*paths[name], total, CONCURRENCY) for name in order}
+        (d_lat, d_rate), (g_lat, g_rate), (r_lat, _) = measured["direct"], measured["gateway"], measured["relay"]
+        added.append(_added(g_lat, d_lat))
+        relayed.append(_added(r_lat, d_lat))
         ratios.append(g_rate / d_rate)
         rates.append(g_rate)
-        rows.append([str(index + 1), _ms(d50), _ms(d99), f"{d_rate:.0f}", _ms(g50), _ms(g99), f"{g_rate:.0f}",
-                     _ms(g50 - d50), _ms(g99 - d99), ratio_text(g_rate / d_rate)])
-    one_direct, _ = load(upstream_port, direct, 300, 1)
-    one_gateway, _ = load(gateway_port, via, 300, 1)
-    single = statistics.median(one_gateway) - statistics.median(one_direct)
+        rows.append([str(index + 1), _ms(statistics.median(d_lat)), _ms(_percentile(d_lat, 0.99)), f"{d_rate:.0f}",
+                     _ms(statistics.median(g_lat)), _ms(_percentile(g_lat, 0.99)), f"{g_rate:.0f}",
+                     *(_ms(v) for v in added[-1]), ratio_text(g_rate / d_rate), *(_ms(v) for v in relayed[-1])])
+    one = {name: statistics.median(load(port, request, 300, 1)[0]) for name, (port, request) in paths.items()}
     through_httpx = httpx_rate(upstream_port, total, CONCURRENCY)
-    return rows, (statistics.median(added50), statistics.median(added99), statistics.median(ratios), single,
-                  through_httpx, statistics.median(rates))
+    return rows, Summary(
+        added_median=statistics.median(a for a, _ in added), added_p99=statistics.median(a for _, a in added),
+        throughput=statistics.median(ratios), single=one["gateway"] - one["direct"], through_httpx=through_httpx,
+        gateway_rate=statistics.median(rates), relay_median=statistics.median(r for r, _ in relayed),
+        relay_p99=statistics.median(r for _, r in relayed), relay_single=one["relay"] - one["direct"])
 
 
 def _receipts(path: Path):

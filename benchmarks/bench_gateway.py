@@ -226,6 +226,7 @@ class Summary:
     relay_median: float
     relay_p99: float
     relay_single: float
+    relay_throughput: float
 
 
 def _run_gateway(settings: Settings, delay_s: float, spread_s: float, upstream_port: int, relay_port: int,
@@ -244,11 +245,12 @@ def _run_gateway(settings: Settings, delay_s: float, spread_s: float, upstream_p
         stored = sum(1 for _ in _receipts(Path(tmp) / "receipts.db"))
     print_table(f"{total} requests per round; latency beyond the upstream's own time, in ms",
                 ["round", "direct p50", "direct p99", "direct req/s", "gateway p50", "gateway p99", "gateway req/s",
-                 "added p50", "added p99", "throughput", "relay added p50", "relay added p99"], rows)
+                 "added p50", "added p99", "throughput", "relay added p50", "relay added p99", "relay throughput"],
+                rows)
     print(f"added latency at concurrency 1 (one request at a time): median {_ms(summary.single)} ms")
     print(f"a byte relay (one more hop doing nothing, relay.py) adds median {_ms(summary.relay_median)} ms, "
-          f"p99 {_ms(summary.relay_p99)} ms at concurrency {CONCURRENCY}, {_ms(summary.relay_single)} ms one at a "
-          f"time: the hop's own cost on this machine")
+          f"p99 {_ms(summary.relay_p99)} ms and runs at {ratio_text(summary.relay_throughput)} direct at concurrency "
+          f"{CONCURRENCY}, adds {_ms(summary.relay_single)} ms one at a time: the hop's own cost on this machine")
     print(f"direct calls through httpx (admiss's default provider client) at concurrency {CONCURRENCY}: "
           f"{summary.through_httpx:.0f} req/s; the gateway's median {summary.gateway_rate:.0f} req/s is "
           f"{ratio_text(summary.gateway_rate / summary.through_httpx)} of that")
@@ -274,27 +276,30 @@ def _measure(upstream_port: int, gateway_port: int, relay_port: int, total: int,
     paths = {"direct": (upstream_port, direct), "gateway": (gateway_port, via), "relay": (relay_port, direct)}
     for port, request in paths.values():
         load(port, request, 500, CONCURRENCY)  # warm-up: connections, lazy imports, SQLite pages
-    rows, added, relayed, ratios, rates = [], [], [], [], []
+    rows, added, relayed, ratios, rates, relay_ratios = [], [], [], [], [], []
     names = list(paths)
     for index in range(rounds):
         # Each round in another order, so that no path always runs first or last.
         order = names[index % len(names):] + names[:index % len(names)]
         measured = {name: load(*paths[name], total, CONCURRENCY) for name in order}
-        (d_lat, d_rate), (g_lat, g_rate), (r_lat, _) = measured["direct"], measured["gateway"], measured["relay"]
+        (d_lat, d_rate), (g_lat, g_rate), (r_lat, r_rate) = measured["direct"], measured["gateway"], measured["relay"]
         added.append(_added(g_lat, d_lat))
         relayed.append(_added(r_lat, d_lat))
         ratios.append(g_rate / d_rate)
         rates.append(g_rate)
+        relay_ratios.append(r_rate / d_rate)
         rows.append([str(index + 1), _ms(statistics.median(d_lat)), _ms(_percentile(d_lat, 0.99)), f"{d_rate:.0f}",
                      _ms(statistics.median(g_lat)), _ms(_percentile(g_lat, 0.99)), f"{g_rate:.0f}",
-                     *(_ms(v) for v in added[-1]), ratio_text(g_rate / d_rate), *(_ms(v) for v in relayed[-1])])
+                     *(_ms(v) for v in added[-1]), ratio_text(g_rate / d_rate), *(_ms(v) for v in relayed[-1]),
+                     ratio_text(r_rate / d_rate)])
     one = {name: statistics.median(load(port, request, 300, 1)[0]) for name, (port, request) in paths.items()}
     through_httpx = httpx_rate(upstream_port, total, CONCURRENCY)
     return rows, Summary(
         added_median=statistics.median(a for a, _ in added), added_p99=statistics.median(a for _, a in added),
         throughput=statistics.median(ratios), single=one["gateway"] - one["direct"], through_httpx=through_httpx,
         gateway_rate=statistics.median(rates), relay_median=statistics.median(r for r, _ in relayed),
-        relay_p99=statistics.median(r for _, r in relayed), relay_single=one["relay"] - one["direct"])
+        relay_p99=statistics.median(r for _, r in relayed), relay_single=one["relay"] - one["direct"],
+        relay_throughput=statistics.median(relay_ratios))
 
 
 def _receipts(path: Path):

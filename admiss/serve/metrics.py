@@ -15,6 +15,7 @@ values combine.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from prometheus_client import (CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram,
@@ -25,6 +26,26 @@ disable_created_metrics()
 
 # Gate and rung latencies span inline checks (microseconds) to model calls (seconds).
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+
+
+def _forget_dead_workers(folder: Path) -> None:
+    """Take the live gauges of workers that died without stopping (killed outright) off the
+    page: the supervisor that replaces them tells nobody. A worker's live gauges are the
+    files ``gauge_live*_PID.db``, the names prometheus_client's mark_process_dead removes."""
+    for path in folder.glob("gauge_live*_*.db"):
+        pid = int(path.stem.rpartition("_")[2])
+        if not _alive(pid):
+            multiprocess.mark_process_dead(pid, str(folder))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, someone else's
+        return True
+    return True
 
 
 def multiprocess_mode() -> bool:
@@ -113,6 +134,7 @@ class GatewayMetrics:
         added up, in multiprocess mode."""
         if not multiprocess_mode():
             return generate_latest(self.registry), CONTENT_TYPE_LATEST
+        _forget_dead_workers(Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]))
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)
         return generate_latest(registry), CONTENT_TYPE_LATEST

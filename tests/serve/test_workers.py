@@ -1,6 +1,7 @@
 """``admiss serve --workers 2``: two processes serving one port under uvicorn's supervisor.
 Every request gets one stored receipt whichever worker took it, /metrics (answered by either)
-adds both workers up, a worker that dies is replaced without losing what it counted, and
+adds both workers up, workers killed mid-request are replaced without losing what they
+counted or leaving their request in flight on the page, and
 SIGTERM stops them all with exit 0 and leaves no process and no metrics folder behind."""
 
 from __future__ import annotations
@@ -8,8 +9,10 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import threading
 from pathlib import Path
 
+import openai
 import pytest
 
 from gatewaykit import Gateway, assert_answered_and_counted, drive, prompt
@@ -56,14 +59,31 @@ def test_two_workers_answer_every_request_and_metrics_add_them_up(workers_gatewa
     assert {path.name for path in folder.glob("counter_*.db")} >= {f"counter_{pid}.db" for pid in workers}
 
 
-def test_a_dead_worker_is_replaced_and_what_it_counted_still_counts(workers_gateway):
+def test_workers_killed_mid_request_are_replaced_and_the_page_stays_true(workers_gateway):
     before = _workers(workers_gateway.process.pid)
-    os.kill(min(before), signal.SIGKILL)
-    assert _wait_for(lambda: len(_workers(workers_gateway.process.pid) - before) == 1), workers_gateway.log.read_text()
-    assert len(_workers(workers_gateway.process.pid)) == 2
+    _, text = prompt({"cheap": {"delay": 5.0, "text": GOOD}})
+    outcome: list = []
+    asking = threading.Thread(target=_ask, args=(workers_gateway, text, outcome))
+    asking.start()
+    assert _wait_for(lambda: workers_gateway.metrics()["admiss_in_flight_requests"] == 1)
+    for pid in before:  # whichever took the request
+        os.kill(pid, signal.SIGKILL)
+    asking.join(30)
+    assert [type(error) for error in outcome] == [openai.APIConnectionError]
+    assert _wait_for(lambda: len(_workers(workers_gateway.process.pid) - before) == 2, 20), workers_gateway.log.read_text()
     results = asyncio.run(drive(workers_gateway, 60, 20))
-    # The counters of both the dead worker and its replacement are on the page.
+    # The dead workers' counters still count, and the request that died with them is no
+    # longer in flight.
     assert_answered_and_counted(workers_gateway, results)
+
+
+def _ask(gateway: Gateway, text: str, outcome: list) -> None:
+    """Ask, putting what went wrong (nothing, if it was answered) in ``outcome``."""
+    try:
+        gateway.client(timeout=30).chat.completions.create(model="json", messages=[{"role": "user", "content": text}])
+        outcome.append(None)
+    except openai.OpenAIError as error:
+        outcome.append(error)
 
 
 def test_sigterm_stops_every_worker_exits_0_and_removes_the_metrics_folder(workers_gateway):

@@ -22,6 +22,7 @@ from admiss.terminal import one_line
 
 if TYPE_CHECKING:
     from admiss.cascade import ChainResult
+    from admiss.report import CheckReport
     from admiss.compiler import PropertyResult
     from admiss.report.model import ReportData
 

@@ -21,6 +21,8 @@ import random
 import sys
 import time
 
+from loopback import serve_forever
+
 # The reply with a placeholder for the time held, filled in per request.
 HELD = "__HELD__"
 BODY = json.dumps({
@@ -58,17 +60,5 @@ async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
         writer.close()
 
 
-async def main() -> None:
-    server = await asyncio.start_server(answer, "127.0.0.1", 0, backlog=1024)
-    print(server.sockets[0].getsockname()[1], flush=True)
-    await server.serve_forever()
-
-
 if __name__ == "__main__":
-    try:
-        import uvloop
-
-        uvloop.install()
-    except ImportError:
-        pass
-    asyncio.run(main())
+    serve_forever(answer)

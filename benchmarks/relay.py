@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import sys
 
+from loopback import serve_forever
+
 UPSTREAM_PORT = int(sys.argv[1])
 
 
@@ -30,17 +32,5 @@ async def relay(client_reader: asyncio.StreamReader, client_writer: asyncio.Stre
     await asyncio.gather(pipe(client_reader, upstream_writer), pipe(upstream_reader, client_writer))
 
 
-async def main() -> None:
-    server = await asyncio.start_server(relay, "127.0.0.1", 0, backlog=1024)
-    print(server.sockets[0].getsockname()[1], flush=True)
-    await server.serve_forever()
-
-
 if __name__ == "__main__":
-    try:
-        import uvloop
-
-        uvloop.install()
-    except ImportError:
-        pass
-    asyncio.run(main())
+    serve_forever(relay)

@@ -1,0 +1,25 @@
+"""Run a benchmark helper server: a stream handler on a free port of 127.0.0.1, the port
+printed on stdout (the benchmark reads it), on uvloop when installed."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Awaitable, Callable
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+def serve_forever(handler: Handler) -> None:
+    try:
+        import uvloop
+
+        uvloop.install()
+    except ImportError:
+        pass
+    asyncio.run(_serve(handler))
+
+
+async def _serve(handler: Handler) -> None:
+    server = await asyncio.start_server(handler, "127.0.0.1", 0, backlog=1024)
+    print(server.sockets[0].getsockname()[1], flush=True)
+    await server.serve_forever()

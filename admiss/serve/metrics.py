@@ -87,7 +87,12 @@ class GatewayMetrics:
                                     registry=r, multiprocess_mode="livemax")
         # Label values come from the rubric's names and fixed words, so this stays small.
         self._children: dict[tuple, Any] = {}
-        self.routers = routers
+        # Per chain, each gate's two gauges with its budget, looked up once: they are set
+        # after every receipt.
+        self._gate_gauges = {name: [(self.error_rate.labels(name, rung, gate, str(position)),
+                                     self.disabled.labels(name, rung, gate, str(position)), budget)
+                                    for rung, gate, position, budget in router.gate_budgets()]
+                             for name, router in routers.items()}
         for name, router in routers.items():
             router.listeners.append(self.observe)
             self._gate_health(name)
@@ -113,13 +118,12 @@ class GatewayMetrics:
 
     def _gate_health(self, chain: str) -> None:
         """Set the gate gauges of ``chain`` from its router's error budgets."""
-        child = self._child
-        health = self.routers[chain].gate_health()
-        for gate in health:
-            labels = (chain, gate.rung, gate.gate, str(gate.position))
-            child(self.error_rate, *labels).set(gate.error_rate)
-            child(self.disabled, *labels).set(1.0 if gate.disabled else 0.0)
-        child(self.disabled_count, chain).set(float(sum(g.disabled for g in health)))
+        disabled = 0
+        for rate_gauge, disabled_gauge, budget in self._gate_gauges[chain]:
+            rate_gauge.set(budget.error_rate)
+            disabled_gauge.set(1.0 if budget.disabled else 0.0)
+            disabled += budget.disabled
+        self._child(self.disabled_count, chain).set(float(disabled))
 
     def _child(self, metric: Any, *labels: str) -> Any:
         """``metric.labels(*labels)``, kept: looking a child up costs more than counting."""

@@ -180,7 +180,13 @@ class Router:
 
     def gate_health(self) -> list[GateHealth]:
         """Each gate's error rate over its budget window, and whether its budget disabled it."""
-        return [GateHealth(rung.name, gate.ir.kind, index, gate.budget.error_rate, gate.budget.disabled)
+        return [GateHealth(rung, gate, position, budget.error_rate, budget.disabled)
+                for rung, gate, position, budget in self.gate_budgets()]
+
+    def gate_budgets(self) -> list[tuple[str, str, int, Any]]:
+        """(rung, gate kind, position in the rung, its error budget) for every gate: the
+        budgets themselves, which change as gates run (read, never change them)."""
+        return [(rung.name, gate.ir.kind, index, gate.budget)
                 for rung in self.chain.rungs for index, gate in enumerate(rung.gates)]
 
     def unready(self) -> list[str]:

@@ -57,8 +57,10 @@ CHAIN c {{
             _, text = prompt({"cheap": "CRASH"})
             router.complete_sync([{"role": "user", "content": text}])
         page = metrics.exposition()[0].decode()
+        [health] = router.gate_health()
     finally:
         router.close()
+    assert (health.gate, health.disabled, health.error_rate) == ("subprocess", True, 1.0)
     assert 'admiss_gates_disabled{chain="c"} 1.0' in page
     assert 'admiss_gate_disabled{chain="c",gate="subprocess",position="0",rung="cheap"} 1.0' in page
     assert 'admiss_gate_error_rate{chain="c",gate="subprocess",position="0",rung="cheap"} 1.0' in page

@@ -189,6 +189,7 @@ class StoreWriter:
 
     def __init__(self, store: ReceiptStore):
         self.store = store
+        self._identity = _file_identity(store.path)
         store.wait_when_locked(0)
         self._pending: list[tuple[tuple, asyncio.Future]] = []
         self._busy_since: float | None = None
@@ -233,6 +234,11 @@ class StoreWriter:
         return now - self._busy_since < self.BUSY_WAIT_S
 
     def _write(self, rows: list[tuple]) -> StoreError | None:
+        # A file removed or replaced under the open connection would take these receipts
+        # with it, unseen: refuse them instead, so that their requests are not answered.
+        if _file_identity(self.store.path) != self._identity:
+            return StoreError(f"{self.store.path}: the store file was removed or replaced while in use; "
+                              "restart the gateway to open it again")
         try:
             self.store.put_rows(rows)
             return None
@@ -256,6 +262,15 @@ class StoreWriter:
                     done.get_loop().call_soon_threadsafe(_settle, done, error)
             self._checkpoints.stop()
             self.store.close()
+
+
+def _file_identity(path: Path) -> tuple[int, int] | None:
+    """The file at ``path`` as the system knows it (device, inode), None when there is none."""
+    try:
+        found = path.stat()
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
 
 
 def _read_with_own_connection(path: Path, call, args: tuple):

@@ -147,7 +147,7 @@ def test_sigterm_under_load_finishes_what_it_accepted_and_exits_0(tmp_path, upst
     assert len(stuck_pids) == 3 and not any(_alive(pid) for pid in stuck_pids)
 
 
-def test_a_store_removed_under_the_gateway_is_a_503_not_a_server_error(tmp_path, upstream):
+def test_a_store_removed_under_the_gateway_serves_nothing_and_reads_are_a_503(tmp_path, upstream):
     gateway = Gateway(tmp_path, upstream)
     try:
         _, reply, _ = _ask(gateway, "json", {"cheap": GOOD})
@@ -159,5 +159,10 @@ def test_a_store_removed_under_the_gateway_is_a_503_not_a_server_error(tmp_path,
         assert asked.json()["error"]["code"] == "receipt_store_unavailable"
         assert httpx.get(f"{gateway.url}/readyz").status_code == 503
         assert httpx.get(f"{gateway.url}/healthz").status_code == 200
+        # Its receipt would go into the removed file, out of anyone's sight: nothing is served.
+        with pytest.raises(openai.InternalServerError) as refused:
+            _ask(gateway, "json", {"cheap": GOOD})
+        assert refused.value.status_code == 503
+        assert refused.value.body["code"] == "receipt_store_failed"
     finally:
         assert gateway.stop() == 0, gateway.log.read_text()

@@ -440,8 +440,15 @@ def serve(
     store is flushed, exit 0. Exit 2 when the rubric, config or store is bad; exit 3 when
     it cannot start serving (the port is taken, a worker could not start).
     """
+    import os
+
     from admiss.errors import AdmissError
 
+    # The gateway's metrics are its own: a prometheus multiprocess folder that the
+    # environment sets for another program would mix that program's values into /metrics
+    # (prometheus_client reads the variable when imported). --workers makes its own.
+    for name in ("PROMETHEUS_MULTIPROC_DIR", "prometheus_multiproc_dir"):
+        os.environ.pop(name, None)
     try:
         from admiss.serve.app import serve as run_gateway, serve_workers
     except ImportError as error:

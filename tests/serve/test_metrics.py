@@ -75,3 +75,17 @@ def test_readyz_names_an_unset_provider_key(tmp_path, upstream):
         assert httpx.get(f"{gateway.url}/healthz").status_code == 200
     finally:
         assert gateway.stop() == 0
+
+
+def test_a_multiprocess_folder_set_for_another_program_is_not_used(tmp_path, upstream):
+    foreign = tmp_path / "foreign-metrics"
+    foreign.mkdir()
+    (foreign / "counter_1.db").write_bytes(b"")  # another program's file: never read, never touched
+    gateway = Gateway(tmp_path, upstream, extra_env={"PROMETHEUS_MULTIPROC_DIR": str(foreign)})
+    try:
+        _, text = prompt({"cheap": GOOD})
+        gateway.client().chat.completions.create(model="json", messages=[{"role": "user", "content": text}])
+        assert gateway.metrics()['admiss_requests_total{chain="json",outcome="served"}'] == 1
+    finally:
+        assert gateway.stop() == 0, gateway.log.read_text()
+    assert [path.name for path in foreign.iterdir()] == ["counter_1.db"]

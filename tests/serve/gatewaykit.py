@@ -30,6 +30,7 @@ from chat_server import ChatServer  # noqa: E402
 from admiss.serve.store import open_store  # noqa: E402
 
 KEY = "client-key-1"
+GOOD = '{"answer": 42}'  # an output that passes non_empty and json_valid
 PROVIDER_KEY = "sk-upstream-secret-0123456789"
 GATE = Path(__file__).parent / "scripts" / "gate.py"
 
@@ -193,9 +194,6 @@ def prompt(script: dict[str, Any], text: str = "What is the answer?") -> tuple[s
 def upstream_calls(upstream: ChatServer, marker: str) -> list[str]:
     """The upstream models a request (known by its marker) reached, in order."""
     return [r.body["model"] for r in list(upstream.requests) if marker in json.dumps(r.body)]
-
-
-GOOD = '{"answer": 42}'
 
 
 async def drive(gateway: Gateway, requests: int, concurrency: int) -> list[tuple[str, str, str]]:

@@ -14,9 +14,7 @@ import httpx
 import openai
 import pytest
 
-from gatewaykit import KEY, Gateway, prompt, upstream_calls
-
-GOOD = '{"answer": 42}'
+from gatewaykit import GOOD, KEY, Gateway, prompt, upstream_calls
 
 
 def _alive(pid: int) -> bool:

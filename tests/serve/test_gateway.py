@@ -8,9 +8,7 @@ import httpx
 import openai
 import pytest
 
-from gatewaykit import KEY, PROVIDER_KEY, prompt, upstream_calls
-
-GOOD = '{"answer": 42}'
+from gatewaykit import GOOD, KEY, PROVIDER_KEY, prompt, upstream_calls
 
 
 def ask(gateway, chain: str, script: dict, **params):

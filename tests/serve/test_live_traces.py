@@ -8,11 +8,9 @@ import json
 import subprocess
 import sys
 
-from gatewaykit import prompt, upstream_calls
+from gatewaykit import GOOD, prompt, upstream_calls
 # The same two-rung chain and `admiss check --format json` run on one file.
 from test_router import TWO_RUNGS as RUBRIC, _check
-
-GOOD = '{"answer": 42}'
 
 
 def _trace(task: str, answer: str, model: str) -> dict:

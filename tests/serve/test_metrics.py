@@ -10,9 +10,8 @@ import pytest
 
 import admiss
 from admiss.serve.metrics import GatewayMetrics
-from gatewaykit import GATE, Gateway, prompt
+from gatewaykit import GATE, GOOD, Gateway, prompt
 
-GOOD = '{"answer": 42}'
 GRADE = json.dumps({"failure_hypotheses": ["h"], "evidence": ["e"], "rationale": "r", "score": 0.1})
 
 

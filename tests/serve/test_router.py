@@ -19,9 +19,8 @@ import pytest
 import admiss
 from admiss.errors import InputError
 from admiss.serve.store import StoreBusy, StoreError, StoreWriter, _Checkpointer, open_store, parse_since
-from gatewaykit import prompt, upstream_calls
+from gatewaykit import GOOD, prompt, upstream_calls
 
-GOOD = '{"answer": 42}'
 TWO_RUNGS = """
 CHAIN answer {
   RUNG cheap MODEL "fake/cheap" {

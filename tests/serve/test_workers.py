@@ -15,11 +15,9 @@ from pathlib import Path
 import openai
 import pytest
 
-from gatewaykit import Gateway, assert_answered_and_counted, drive, prompt
+from gatewaykit import GOOD, Gateway, assert_answered_and_counted, drive, prompt
 
 from test_faults import _alive, _wait_for
-
-GOOD = '{"answer": 42}'
 
 
 def _children(pid: int) -> set[int]:

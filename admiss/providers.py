@@ -16,8 +16,8 @@ reply's last byte (a server dripping one byte a second is cut off, not waited on
 byte), and a reply longer than ``max_reply_bytes`` (decompressed) is cut off and fails.
 
 The bytes go through a :class:`Sender`: httpx's pool by default (:class:`HttpxSender`); the
-gateway plugs in aiohttp's (``admiss/serve/transport.py``), which costs far less CPU per
-call at the concurrency it lives at. Timeouts, retries and error reasons stay here, the same
+gateway plugs in a connection pool of its own (``admiss/serve/transport.py``), which costs
+far less CPU per call at the concurrency it lives at. Timeouts, retries and error reasons stay here, the same
 for every sender.
 """
 
@@ -282,7 +282,7 @@ class Providers:
 
     def use_sender(self, make: Callable[[ProviderConfig], Sender]) -> None:
         """Clients made from now on send through ``make(provider config)`` (one sender per
-        client) instead of httpx; the gateway uses this for aiohttp's pool."""
+        client) instead of httpx; the gateway uses this for its own pool."""
         self._sender = make
 
     def configured(self, model: str | None) -> bool:

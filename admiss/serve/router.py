@@ -296,10 +296,10 @@ def _writer_for(path: Path) -> StoreWriter:
 
 
 def _use_fast_sender(providers) -> None:
-    """Send model calls through aiohttp's pool when it is installed (the serve extra has it):
-    httpx costs the gateway several times the CPU per call under concurrency (see transport.py)."""
+    """Send model calls through the gateway's own connection pool when the serve extra is
+    installed: httpx costs the gateway several times the CPU per call (see transport.py)."""
     try:
-        from admiss.serve.transport import AiohttpSender
+        from admiss.serve.transport import PooledSender
     except ImportError:
         return
-    providers.use_sender(AiohttpSender)
+    providers.use_sender(PooledSender)

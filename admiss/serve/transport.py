@@ -1,64 +1,290 @@
-"""The gateway's upstream sender: aiohttp's connection pool under the providers' calls; the
-only module that imports aiohttp.
+"""The gateway's upstream sender: keep-alive HTTP/1.1 connections on asyncio, replies read by
+httptools (the parser uvicorn serves the gateway with).
 
-admiss's providers send through httpx by default. At the concurrency a gateway lives at,
-httpx costs several times the CPU per call of aiohttp: its pool (httpcore on anyio) slows
-down sharply with many requests in flight, and its request and response objects cost
-even over another pool (docs/performance.md#the-gateway). So the gateway's provider
-clients send through this :class:`~admiss.providers.Sender` instead; everything above it
-(the deadline, retries, error reasons, response parsing) stays the providers' own.
+admiss's providers send through httpx by default. In the gateway every request makes at
+least one model call, and a general client's per-call work (request and response objects,
+middleware, pool bookkeeping, timers) was the largest part of a request's CPU: httpx's
+several times aiohttp's, and aiohttp's a quarter of the whole (docs/performance.md#the-gateway).
+A chat call needs little of it: one POST of a JSON body, one reply read whole within a
+size cap, a connection kept for the next call. So the gateway's provider clients send
+through :class:`PooledSender`; everything above it (the deadline, retries, error reasons,
+response parsing) stays the providers' own.
+
+What it does not do: redirects (a provider's endpoint does not move; the reply is
+returned as it is), proxies (as the gateway's sender before it), compressed replies (it
+asks for none and refuses one it did not ask for), HTTP/2.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ssl
+from collections import deque
 from typing import Mapping
+from urllib.parse import urlsplit
 
-import aiohttp
+import httptools
 
 from admiss.config import ProviderConfig
 from admiss.providers import CannotConnect, Reply, ReplyTooLong, SendFailed
 
+Origin = tuple[str, str, int]  # scheme, host, port
 
-class AiohttpSender:
-    """Posts through one aiohttp session, made on first use in the running loop."""
 
-    def __init__(self, config: ProviderConfig, max_connections: int = 100):
+class PooledSender:
+    """Posts over at most ``max_connections`` connections per sender, kept open between calls."""
+
+    def __init__(self, config: ProviderConfig, max_connections: int = 100, ssl_context: ssl.SSLContext | None = None):
+        self._connect_timeout = config.timeout_s
         self._max_connections = max_connections
-        # The caller's deadline bounds the whole exchange; this one only tells a connection
-        # that never came (safe to retry) from a reply that never came (not retried).
-        self._timeout = aiohttp.ClientTimeout(total=None, connect=config.timeout_s)
-        self._session: aiohttp.ClientSession | None = None
-
-    def _client(self) -> aiohttp.ClientSession:
-        if self._session is None:
-            connector = aiohttp.TCPConnector(limit=self._max_connections, enable_cleanup_closed=True)
-            self._session = aiohttp.ClientSession(connector=connector, timeout=self._timeout)
-        return self._session
+        self._ssl = ssl_context
+        self._idle: dict[Origin, list[_Connection]] = {}
+        self._open = 0  # connections open or being opened
+        self._waiting: deque[asyncio.Future] = deque()
+        self._targets: dict[str, tuple[Origin, bytes]] = {}
 
     async def post(self, url: str, body: bytes, headers: Mapping[str, str], max_bytes: int) -> Reply:
+        origin, head = self._target(url)
+        request = head + _header_lines(headers) + b"content-length: %d\r\n\r\n" % len(body) + body
+        connection = self._idle_connection(origin)
+        if connection is not None:
+            try:
+                return await self._exchange(connection, request, max_bytes)
+            except _Stale:
+                # The server closed the kept connection as the request went out, before any of
+                # its reply: it was not answered, so it goes once more on a new connection.
+                pass
+        connection = await self._connect(origin)
         try:
-            async with self._client().post(url, data=body, headers=headers, allow_redirects=False) as reply:
-                if (reply.content_length or 0) > max_bytes:
-                    raise ReplyTooLong
-                data = bytearray()
-                # Decompressed chunks as they come, so a reply is cut off at max_bytes
-                # however it was encoded.
-                async for chunk in reply.content.iter_any():
-                    data += chunk
-                    if len(data) > max_bytes:
-                        raise ReplyTooLong
-                return Reply(reply.status, reply.headers, bytes(data))
-        except aiohttp.ConnectionTimeoutError as exc:
-            raise CannotConnect(str(exc) or "connection timed out") from None
-        except aiohttp.ClientConnectorError as exc:
-            raise CannotConnect(str(exc)) from None
-        except (aiohttp.ServerTimeoutError, asyncio.TimeoutError):
-            raise TimeoutError from None
-        except aiohttp.ClientError as exc:
-            raise SendFailed(str(exc) or type(exc).__name__) from None
+            return await self._exchange(connection, request, max_bytes)
+        except _Stale:
+            raise SendFailed("the server closed the connection without replying") from None
 
     async def aclose(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        for connections in self._idle.values():
+            for connection in connections:
+                connection.close()
+        self._idle.clear()
+
+    def _target(self, url: str) -> tuple[Origin, bytes]:
+        """The origin of ``url`` and its request line and host header, worked out once per URL."""
+        known = self._targets.get(url)
+        if known is None:
+            parts = urlsplit(url)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise SendFailed(f"not an http(s) URL: {url}")
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+            path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+            # Asking for no compression: the reply is cut off at max_bytes as it comes.
+            head = f"POST {path} HTTP/1.1\r\nhost: {parts.netloc}\r\naccept-encoding: identity\r\n".encode("ascii")
+            known = self._targets[url] = ((parts.scheme, parts.hostname, port), head)
+        return known
+
+    async def _exchange(self, connection: _Connection, request: bytes, max_bytes: int) -> Reply:
+        try:
+            reply = await connection.exchange(request, max_bytes)
+        except BaseException:
+            # Cancelled, or failed part way: what the connection holds is unknown.
+            connection.close()
+            self._release(connection)
+            raise
+        self._release(connection)
+        return reply
+
+    def _idle_connection(self, origin: Origin) -> _Connection | None:
+        connections = self._idle.get(origin)
+        while connections:
+            connection = connections.pop()  # the most recently used: the least likely closed
+            if connection.usable():
+                return connection
+            self._forget()
+        return None
+
+    async def _connect(self, origin: Origin) -> _Connection:
+        """A connection to ``origin``: a new one, within the limit, or one another call released
+        while this one waited for room."""
+        while self._open >= self._max_connections and not self._close_an_idle_connection():
+            await self._room()
+            released = self._idle_connection(origin)
+            if released is not None:
+                return released
+        self._open += 1
+        scheme, host, port = origin
+        opening = asyncio.get_running_loop().create_connection(
+            lambda: _Connection(origin), host, port, ssl=self._context() if scheme == "https" else None)
+        try:
+            # wait_for, not asyncio.timeout (3.11+): its task per call costs only new connections.
+            _, connection = await asyncio.wait_for(opening, self._connect_timeout)
+        except asyncio.TimeoutError:
+            self._forget()
+            raise CannotConnect("connection timed out") from None
+        except OSError as exc:  # ssl.SSLError among them
+            self._forget()
+            raise CannotConnect(str(exc) or type(exc).__name__) from None
+        except BaseException:
+            self._forget()
+            raise
+        return connection
+
+    async def _room(self) -> None:
+        """Wait until a connection is released or closed."""
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiting.append(waiter)
+        try:
+            await waiter
+        except BaseException:
+            if waiter.done() and not waiter.cancelled():
+                self._wake()  # woken, then cancelled: the turn passes to the next caller
+            else:
+                self._waiting.remove(waiter)
+            raise
+
+    def _context(self) -> ssl.SSLContext:
+        if self._ssl is None:
+            self._ssl = ssl.create_default_context()
+        return self._ssl
+
+    def _release(self, connection: _Connection) -> None:
+        """Keep ``connection`` for the next call, or count it gone; wake a caller waiting for one."""
+        if connection.usable():
+            self._idle.setdefault(connection.origin, []).append(connection)
+        else:
+            self._forget()
+        self._wake()
+
+    def _close_an_idle_connection(self) -> bool:
+        for connections in self._idle.values():
+            if connections:
+                connections.pop(0).close()
+                self._forget()
+                return True
+        return False
+
+    def _forget(self) -> None:
+        self._open -= 1
+        self._wake()
+
+    def _wake(self) -> None:
+        while self._waiting:
+            waiter = self._waiting.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+
+
+def _header_lines(headers: Mapping[str, str]) -> bytes:
+    """The headers as request lines; SendFailed for one that would break the request's framing."""
+    lines = []
+    for name, value in headers.items():
+        if any(c in name or c in value for c in "\r\n"):
+            raise SendFailed(f"header {name!r} has a line break in it")
+        lines.append(f"{name}: {value}\r\n")
+    try:
+        return "".join(lines).encode("latin-1")
+    except UnicodeEncodeError:
+        raise SendFailed("a header holds a character HTTP/1.1 headers cannot carry") from None
+
+
+class _Stale(Exception):
+    """The connection closed before any byte of the reply came."""
+
+
+class _Stop(Exception):
+    """Raised in a parser callback to stop reading; the connection holds the reason."""
+
+
+class _Connection(asyncio.Protocol):
+    """One connection to an origin, one exchange at a time."""
+
+    def __init__(self, origin: Origin):
+        self.origin = origin
+        self._transport: asyncio.Transport | None = None
+        self._closed = False
+        self._reply: asyncio.Future | None = None
+        self._parser = httptools.HttpResponseParser(self)
+        self._received = False
+        self._headers: dict[str, str] = {}
+        self._body = bytearray()
+        self._max_bytes = 0
+        self._until_close = False  # the reply's body ends where the connection does
+        self._problem: Exception | None = None
+
+    def usable(self) -> bool:
+        return not self._closed and self._transport is not None and not self._transport.is_closing()
+
+    def exchange(self, request: bytes, max_bytes: int) -> asyncio.Future:
+        """Send ``request``; the future is settled with the whole reply."""
+        self._reply = asyncio.get_running_loop().create_future()
+        self._received, self._until_close, self._problem = False, False, None
+        self._headers, self._body, self._max_bytes = {}, bytearray(), max_bytes
+        self._transport.write(request)
+        return self._reply
+
+    def close(self) -> None:
+        self._closed = True
+        if self._transport is not None:
+            self._transport.close()
+
+    # asyncio's calls
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        if self._reply is None or self._reply.done():
+            self.close()  # bytes nobody asked for: the connection is out of step
+            return
+        self._received = True
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserCallbackError:
+            self._fail(self._problem or SendFailed("the reply could not be read"))
+        except httptools.HttpParserError as exc:
+            self._fail(SendFailed(f"malformed reply: {exc}"))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
+        if self._reply is None or self._reply.done():
+            return
+        if self._until_close:
+            self._finish(keep=False)
+        elif not self._received:
+            self._reply.set_exception(_Stale())
+        else:
+            self._reply.set_exception(SendFailed("the connection closed before the reply was complete"))
+
+    # httptools' calls
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._headers[name.decode("latin-1").lower()] = value.decode("latin-1")
+
+    def on_headers_complete(self) -> None:
+        headers = self._headers
+        if headers.get("content-encoding", "identity").lower() != "identity":
+            self._stop(SendFailed(f"reply compressed as {headers['content-encoding']}, which was not asked for"))
+        length = headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > self._max_bytes:
+            self._stop(ReplyTooLong())
+        self._until_close = length is None and "chunked" not in headers.get("transfer-encoding", "").lower()
+
+    def on_body(self, body: bytes) -> None:
+        self._body += body
+        if len(self._body) > self._max_bytes:
+            self._stop(ReplyTooLong())
+
+    def on_message_complete(self) -> None:
+        self._finish(keep=self._parser.should_keep_alive())
+
+    def _finish(self, keep: bool) -> None:
+        if not keep:
+            self.close()
+        self._reply.set_result(Reply(self._parser.get_status_code(), self._headers, bytes(self._body)))
+
+    def _stop(self, problem: Exception) -> None:
+        self._problem = problem
+        raise _Stop
+
+    def _fail(self, problem: Exception) -> None:
+        self.close()
+        if not self._reply.done():
+            self._reply.set_exception(problem)

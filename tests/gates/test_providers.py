@@ -11,7 +11,7 @@ from chat_server import Reply, completion
 
 from admiss.config import Config, Price, ProviderConfig
 from admiss.providers import Completion, HttpxSender, ProviderError, Providers, Usage, cost_usd, split_model
-from admiss.serve.transport import AiohttpSender
+from admiss.serve.transport import PooledSender
 
 HELLO = [{"role": "user", "content": "hello"}]
 
@@ -26,14 +26,14 @@ def call(providers: Providers, model: str = "local/some-model") -> Completion:
     return asyncio.run(go())
 
 
-@pytest.fixture(params=["httpx", "aiohttp"])
+@pytest.fixture(params=["httpx", "pooled"])
 def providers_for(request):
-    """Every test here runs once per sender: httpx's (the default) and aiohttp's (the gateway's)."""
+    """Every test here runs once per sender: httpx's (the default) and the pooled one (the gateway's)."""
 
     def make(url: str, environ: dict | None = None, **options) -> Providers:
         providers = Providers({"local": ProviderConfig("local", url, **options)}, environ=environ or {})
-        if request.param == "aiohttp":
-            providers.use_sender(AiohttpSender)
+        if request.param == "pooled":
+            providers.use_sender(PooledSender)
         return providers
 
     return make
@@ -142,7 +142,7 @@ def test_one_client_per_provider_per_run(chat_server, providers_for):
         for _ in range(3):
             await providers.complete("local/m", HELLO)
             sender = providers._clients["local"]._sender
-            clients.add(id(sender._http if isinstance(sender, HttpxSender) else sender._session))
+            clients.add(id(sender._http if isinstance(sender, HttpxSender) else sender))
         await providers.aclose()
         return clients
 

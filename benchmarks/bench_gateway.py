@@ -18,6 +18,13 @@ takes exactly as long, and each bunch queues on the gateway's one core. A model'
 time varies, which spreads them out again; the third round shows that case. All three are
 reported; the targets are checked on each.
 
+The 50 connections send their first requests spread over one reply time of the upstream
+(connection i after i/50 of it), as a load test's ramp-up does (Locust's spawn rate, in
+LiteLLM's published figures): a round is a steady load at concurrency 50. Sent all in the
+same instant, the first 50 requests are 1.7 % of a round's 3,000 and would make its p99 the
+time to answer one burst of 50, a different load; that burst is measured on its own and
+printed after the rounds.
+
 Latencies are each request's own, less the time the upstream held it (the upstream writes
 that in its reply, which the gateway serves unchanged): what the path to the model costs
 beyond the model. The added latency is the gateway's figure less the direct one, so a
@@ -78,8 +85,9 @@ def _request(path: str, body: dict, headers: dict[str, str]) -> bytes:
 _HELD = re.compile(rb'upstream_ms\\?": ([0-9.]+)')
 
 
-async def _connection(port: int, request: bytes, count: int, latencies: list[float]) -> None:
+async def _connection(port: int, request: bytes, count: int, latencies: list[float], start_after: float) -> None:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    await asyncio.sleep(start_after)
     try:
         for _ in range(count):
             started = time.perf_counter()
@@ -97,16 +105,18 @@ async def _connection(port: int, request: bytes, count: int, latencies: list[flo
         writer.close()
 
 
-def load(port: int, request: bytes, total: int, concurrency: int) -> tuple[list[float], float]:
+def load(port: int, request: bytes, total: int, concurrency: int, ramp_s: float = 0.0) -> tuple[list[float], float]:
     """Per-request latencies less the upstream's own time (s), and requests per second:
     ``total`` requests over ``concurrency`` connections, each sending its share one after
-    another."""
+    another. With ``ramp_s``, connection i sends its first request ``i / concurrency *
+    ramp_s`` after the first one does, rather than all in the same instant."""
     latencies: list[float] = []
 
     async def go() -> float:
         shares = [total // concurrency + (i < total % concurrency) for i in range(concurrency)]
         started = time.perf_counter()
-        await asyncio.gather(*(_connection(port, request, n, latencies) for n in shares))
+        await asyncio.gather(*(_connection(port, request, n, latencies, ramp_s * i / concurrency)
+                               for i, n in enumerate(shares)))
         return time.perf_counter() - started
 
     elapsed = asyncio.run(go())
@@ -115,7 +125,7 @@ def load(port: int, request: bytes, total: int, concurrency: int) -> tuple[list[
 
 def httpx_rate(port: int, total: int, concurrency: int) -> float:
     """Requests per second of direct calls made with httpx, the client admiss's providers
-    use by default (the gateway sends through aiohttp instead): what the gateway would be
+    use by default (the gateway sends through a pool of its own instead): what the gateway would be
     held to with httpx's pool."""
 
     async def go() -> float:
@@ -227,6 +237,8 @@ class Summary:
     relay_p99: float
     relay_single: float
     relay_throughput: float
+    burst_median: float  # added, CONCURRENCY requests sent at once
+    burst_last: float
 
 
 def _run_gateway(settings: Settings, delay_s: float, spread_s: float, upstream_port: int, relay_port: int,
@@ -239,7 +251,7 @@ def _run_gateway(settings: Settings, delay_s: float, spread_s: float, upstream_p
     with tempfile.TemporaryDirectory() as tmp:
         gateway, gateway_port = _start_gateway(Path(tmp), upstream_port, workers)
         try:
-            rows, summary = _measure(upstream_port, gateway_port, relay_port, total, rounds)
+            rows, summary = _measure(upstream_port, gateway_port, relay_port, total, rounds, ramp_s=delay_s)
         finally:
             _stop(gateway)
         stored = sum(1 for _ in _receipts(Path(tmp) / "receipts.db"))
@@ -251,6 +263,8 @@ def _run_gateway(settings: Settings, delay_s: float, spread_s: float, upstream_p
     print(f"a byte relay (one more hop doing nothing, relay.py) adds median {_ms(summary.relay_median)} ms, "
           f"p99 {_ms(summary.relay_p99)} ms and runs at {ratio_text(summary.relay_throughput)} direct at concurrency "
           f"{CONCURRENCY}, adds {_ms(summary.relay_single)} ms one at a time: the hop's own cost on this machine")
+    print(f"{CONCURRENCY} requests sent in the same instant (not part of the rounds): the gateway adds median "
+          f"{_ms(summary.burst_median)} ms, {_ms(summary.burst_last)} ms to the last one answered")
     print(f"direct calls through httpx (admiss's default provider client) at concurrency {CONCURRENCY}: "
           f"{summary.through_httpx:.0f} req/s; the gateway's median {summary.gateway_rate:.0f} req/s is "
           f"{ratio_text(summary.gateway_rate / summary.through_httpx)} of that")
@@ -270,7 +284,7 @@ def _added(path: list[float], direct: list[float]) -> tuple[float, float]:
             _percentile(path, 0.99) - _percentile(direct, 0.99))
 
 
-def _measure(upstream_port: int, gateway_port: int, relay_port: int, total: int, rounds: int):
+def _measure(upstream_port: int, gateway_port: int, relay_port: int, total: int, rounds: int, ramp_s: float):
     direct = _request("/v1/chat/completions", {"model": "cheap", "messages": MESSAGES}, {})
     via = _request("/v1/chat/completions", {"model": "bench", "messages": MESSAGES}, {"authorization": f"Bearer {KEY}"})
     paths = {"direct": (upstream_port, direct), "gateway": (gateway_port, via), "relay": (relay_port, direct)}
@@ -281,7 +295,7 @@ def _measure(upstream_port: int, gateway_port: int, relay_port: int, total: int,
     for index in range(rounds):
         # Each round in another order, so that no path always runs first or last.
         order = names[index % len(names):] + names[:index % len(names)]
-        measured = {name: load(*paths[name], total, CONCURRENCY) for name in order}
+        measured = {name: load(*paths[name], total, CONCURRENCY, ramp_s) for name in order}
         (d_lat, d_rate), (g_lat, g_rate), (r_lat, r_rate) = measured["direct"], measured["gateway"], measured["relay"]
         added.append(_added(g_lat, d_lat))
         relayed.append(_added(r_lat, d_lat))
@@ -293,13 +307,22 @@ def _measure(upstream_port: int, gateway_port: int, relay_port: int, total: int,
                      *(_ms(v) for v in added[-1]), ratio_text(g_rate / d_rate), *(_ms(v) for v in relayed[-1]),
                      ratio_text(r_rate / d_rate)])
     one = {name: statistics.median(load(port, request, 300, 1)[0]) for name, (port, request) in paths.items()}
+    burst = {name: _burst(port, request) for name, (port, request) in paths.items()}
     through_httpx = httpx_rate(upstream_port, total, CONCURRENCY)
     return rows, Summary(
         added_median=statistics.median(a for a, _ in added), added_p99=statistics.median(a for _, a in added),
         throughput=statistics.median(ratios), single=one["gateway"] - one["direct"], through_httpx=through_httpx,
         gateway_rate=statistics.median(rates), relay_median=statistics.median(r for r, _ in relayed),
         relay_p99=statistics.median(r for _, r in relayed), relay_single=one["relay"] - one["direct"],
-        relay_throughput=statistics.median(relay_ratios))
+        relay_throughput=statistics.median(relay_ratios), burst_median=burst["gateway"][0] - burst["direct"][0],
+        burst_last=burst["gateway"][1] - burst["direct"][1])
+
+
+def _burst(port: int, request: bytes, repeats: int = 5) -> tuple[float, float]:
+    """(median, slowest) latency of CONCURRENCY requests sent in the same instant, one per
+    connection, each the median of ``repeats`` bursts."""
+    bursts = [load(port, request, CONCURRENCY, CONCURRENCY)[0] for _ in range(repeats)]
+    return statistics.median(statistics.median(b) for b in bursts), statistics.median(max(b) for b in bursts)
 
 
 def _receipts(path: Path):

@@ -29,6 +29,8 @@ from admiss.config import ProviderConfig
 from admiss.providers import CannotConnect, Reply, ReplyTooLong, SendFailed
 
 Origin = tuple[str, str, int]  # scheme, host, port
+# A reply's status line and headers are not part of max_bytes (its body); this bounds them.
+MAX_HEAD_BYTES = 64 * 1024
 
 
 class PooledSender:
@@ -203,6 +205,7 @@ class _Connection(asyncio.Protocol):
         self._reply: asyncio.Future | None = None
         self._parser = httptools.HttpResponseParser(self)
         self._received = False
+        self._head_bytes = 0
         self._headers: dict[str, str] = {}
         self._body = bytearray()
         self._max_bytes = 0
@@ -215,7 +218,7 @@ class _Connection(asyncio.Protocol):
     def exchange(self, request: bytes, max_bytes: int) -> asyncio.Future:
         """Send ``request``; the future is settled with the whole reply."""
         self._reply = asyncio.get_running_loop().create_future()
-        self._received, self._until_close, self._problem = False, False, None
+        self._received, self._until_close, self._problem, self._head_bytes = False, False, None, 0
         self._headers, self._body, self._max_bytes = {}, bytearray(), max_bytes
         self._transport.write(request)
         return self._reply
@@ -256,6 +259,9 @@ class _Connection(asyncio.Protocol):
     # httptools' calls
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        self._head_bytes += len(name) + len(value)
+        if self._head_bytes > MAX_HEAD_BYTES:
+            self._stop(SendFailed(f"reply headers longer than {MAX_HEAD_BYTES} bytes"))
         self._headers[name.decode("latin-1").lower()] = value.decode("latin-1")
 
     def on_headers_complete(self) -> None:

@@ -151,6 +151,8 @@ def test_a_new_connection_closed_unanswered_fails_without_sending_again():
     (b"HTTP/1.1 200 OK\r\ncontent-encoding: gzip\r\ncontent-length: 2\r\n\r\n{}", SendFailed, "compressed as gzip"),
     (b"SMTP ready\r\n\r\n", SendFailed, "malformed reply"),
     (b"HTTP/1.1 200 OK\r\ncontent-length: 20000\r\n\r\n", ReplyTooLong, None),
+    (b"HTTP/1.1 200 OK\r\n" + b"x-pad: %s\r\n" % (b"y" * 1000) * 70 + b"content-length: 2\r\n\r\n{}", SendFailed,
+     "headers longer than 65536 bytes"),
 ])
 def test_a_bad_reply_is_an_error_and_its_connection_is_not_kept(reply, error, message):
     async def calls(sender, url):

@@ -196,3 +196,21 @@ def test_a_lone_surrogate_escape_in_a_message_is_served_and_a_body_that_is_not_j
     assert "\ud800" in sent["messages"][-1]["content"]
     broken = httpx.post(f"{gateway.url}/v1/chat/completions", content=b'{"model": "json", "messages": [', headers=headers)
     assert broken.status_code == 400 and broken.json()["error"]["message"] == "the request body is not JSON"
+
+
+def test_a_body_sent_in_pieces_is_read_whole_and_other_methods_on_the_chat_path_are_405(gateway, upstream):
+    # A large request arrives as many ASGI body messages: the chat route joins them.
+    marker, text = prompt({"cheap": GOOD}, text="What is the answer? " + "context " * 100_000)
+
+    def pieces():
+        body = json.dumps({"model": "json", "messages": [{"role": "user", "content": text}]}).encode()
+        for start in range(0, len(body), 65536):
+            yield body[start:start + 65536]
+
+    headers = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"}
+    response = httpx.post(f"{gateway.url}/v1/chat/completions", content=pieces(), headers=headers, timeout=30)
+    assert response.status_code == 200 and response.json()["choices"][0]["message"]["content"] == GOOD
+    [sent] = [r.body for r in upstream.requests if marker in json.dumps(r.body)]
+    assert sent["messages"][-1]["content"] == text
+    for method in ("GET", "PUT"):
+        assert httpx.request(method, f"{gateway.url}/v1/chat/completions", headers=headers).status_code == 405

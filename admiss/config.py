@@ -33,6 +33,7 @@ store = "admiss-receipts.db"      # the receipt store, relative to this file
 api_keys_env = "ADMISS_API_KEYS"  # optional: comma-separated bearer keys clients must send
 api_keys = []                     # optional: keys written here (prefer the environment)
 grace_s = 10                      # on SIGTERM, how long in-flight requests may finish
+max_request_bytes = 10485760      # a larger chat request body gets 413, unread
 ```
 
 Unknown tables and keys are errors (a misspelt ``api_key_env`` must not silently send
@@ -120,6 +121,8 @@ class RungSettings:
 
 DEFAULT_STORE = "admiss-receipts.db"
 DEFAULT_GRACE_S = 10.0
+# A chat request's body: text messages only, so 10 MiB is a long conversation.
+DEFAULT_MAX_REQUEST_BYTES = 10 * 1024 * 1024
 
 
 @attrs.frozen
@@ -131,6 +134,7 @@ class ServeSettings:
     api_keys: tuple[str, ...] = ()
     api_keys_env: str | None = None
     grace_s: float = DEFAULT_GRACE_S
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
 
 
 @attrs.frozen
@@ -302,6 +306,7 @@ class _Reader:
             api_keys=tuple(keys),
             api_keys_env=self._typed(table, where, "api_keys_env", str, "a string", default=None),
             grace_s=self._number(table, where, "grace_s", DEFAULT_GRACE_S),
+            max_request_bytes=self._count(table, where, "max_request_bytes", DEFAULT_MAX_REQUEST_BYTES, minimum=1),
         )
 
     def _provider(self, name: str, table: dict) -> ProviderConfig:

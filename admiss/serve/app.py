@@ -78,6 +78,10 @@ class _ClientGone(Exception):
     """The client hung up before its answer was ready."""
 
 
+class _TooLarge(Exception):
+    """The request's body is past ``[serve] max_request_bytes``."""
+
+
 def _header(scope: Scope, name: bytes) -> str | None:
     """A request header's value (``name`` in lower case, as ASGI gives names)."""
     for key, value in scope["headers"]:
@@ -86,14 +90,22 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
-async def _body(receive: Receive) -> bytes:
-    """The request's body, read whole; _ClientGone if the client hangs up first."""
-    chunks = []
+async def _body(scope: Scope, receive: Receive, limit: int) -> bytes:
+    """The request's body, read whole; _TooLarge past ``limit`` bytes (before reading any
+    when its content-length says so), _ClientGone if the client hangs up first."""
+    declared = _header(scope, b"content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise _TooLarge
+    chunks, size = [], 0
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
             raise _ClientGone
-        chunks.append(message.get("body", b""))
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise _TooLarge
+        chunks.append(chunk)
         if not message.get("more_body"):
             return b"".join(chunks)
 
@@ -169,6 +181,7 @@ class Gateway:
     def __init__(self, routers: dict[str, Router], keys: frozenset[str]):
         self.routers = routers
         self.keys = keys
+        self.max_request_bytes = next(iter(routers.values())).config.serve.max_request_bytes
         self.metrics = GatewayMetrics(routers)
 
     def authorized(self, authorization: str | None) -> bool:
@@ -200,7 +213,11 @@ class Gateway:
         if not self.authorized(_header(scope, b"authorization")):
             return self.unauthorized()
         try:
-            body = jsonio.loads_any(await _body(receive))
+            body = jsonio.loads_any(await _body(scope, receive, self.max_request_bytes))
+        except _TooLarge:
+            self.metrics.rejected.labels("too_large").inc()
+            return _error(413, f"the request body is larger than {self.max_request_bytes} bytes "
+                          "([serve] max_request_bytes)", "invalid_request_error", "request_too_large")
         except (ValueError, RecursionError):
             return self._bad_request("the request body is not JSON")
         if not isinstance(body, dict):

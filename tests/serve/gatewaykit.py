@@ -81,6 +81,7 @@ CHAIN slowgate {
 }
 """
 
+MAX_REQUEST_BYTES = 1024 * 1024
 CONFIG = """
 [providers.fake]
 base_url = "{url}"
@@ -112,6 +113,7 @@ max_tokens = 64
 store = "receipts.db"
 api_keys_env = "GATEWAY_KEYS"
 grace_s = {grace_s}
+max_request_bytes = {max_request_bytes}
 """
 
 
@@ -134,7 +136,7 @@ class Gateway:
         rubric = (RUBRIC.replace("__PYTHON__", quoted(sys.executable)).replace("__GATE__", quoted(GATE))
                   .replace("__PIDS__", quoted(self.pids)))
         (folder / "gw.rubric").write_text(rubric)
-        (folder / "admiss.toml").write_text(CONFIG.format(url=upstream.url, grace_s=grace_s))
+        (folder / "admiss.toml").write_text(CONFIG.format(url=upstream.url, grace_s=grace_s, max_request_bytes=MAX_REQUEST_BYTES))
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.store_path = folder / "receipts.db"

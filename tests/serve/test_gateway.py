@@ -8,7 +8,7 @@ import httpx
 import openai
 import pytest
 
-from gatewaykit import GOOD, KEY, PROVIDER_KEY, prompt, upstream_calls
+from gatewaykit import GOOD, KEY, MAX_REQUEST_BYTES, PROVIDER_KEY, prompt, upstream_calls
 
 
 def ask(gateway, chain: str, script: dict, **params):
@@ -214,3 +214,18 @@ def test_a_body_sent_in_pieces_is_read_whole_and_other_methods_on_the_chat_path_
     assert sent["messages"][-1]["content"] == text
     for method in ("GET", "PUT"):
         assert httpx.request(method, f"{gateway.url}/v1/chat/completions", headers=headers).status_code == 405
+
+
+def test_a_body_past_max_request_bytes_is_a_413_before_any_model_call(gateway, upstream):
+    marker, text = prompt({"cheap": GOOD}, text="What is the answer? " + "x" * MAX_REQUEST_BYTES)
+    body = json.dumps({"model": "json", "messages": [{"role": "user", "content": text}]}).encode()
+    headers = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"}
+    said = httpx.post(f"{gateway.url}/v1/chat/completions", content=body, headers=headers, timeout=30)
+    # Without a content-length (chunked), the count of what came in stops it.
+    unsaid = httpx.post(f"{gateway.url}/v1/chat/completions", content=iter([body[:65536], body[65536:]]),
+                        headers=headers, timeout=30)
+    for response in (said, unsaid):
+        assert response.status_code == 413
+        assert response.json()["error"]["code"] == "request_too_large"
+    assert upstream_calls(upstream, marker) == []
+    assert gateway.metrics()['admiss_rejected_requests_total{reason="too_large"}'] == 2

@@ -97,6 +97,7 @@ def test_rung_settings_for_a_rung_the_chain_lacks_are_an_error(folder):
     ("[rungs.answer.cheap]\nmax_tokens = 0\n", "max_tokens must be at least 1"),
     ("[serve]\napi_key = []\n", "unknown key serve.api_key"),
     ("[serve]\napi_keys = [\"\"]\n", "serve.api_keys must hold non-empty strings"),
+    ("[serve]\nmax_request_bytes = 0\n", "serve.max_request_bytes must be at least 1, not 0"),
 ])
 def test_bad_rung_and_serve_tables_are_located_errors(folder, table, message):
     (folder / "bad.toml").write_text(table)

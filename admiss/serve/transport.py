@@ -115,7 +115,8 @@ class PooledSender:
         opening = asyncio.get_running_loop().create_connection(
             lambda: _Connection(origin), host, port, ssl=self._context() if scheme == "https" else None)
         try:
-            # wait_for, not asyncio.timeout (3.11+): its task per call costs only new connections.
+            # wait_for rather than asyncio.timeout (3.11+ only); its extra task is paid only
+            # when a connection is opened.
             _, connection = await asyncio.wait_for(opening, self._connect_timeout)
         except asyncio.TimeoutError:
             self._forget()
@@ -279,6 +280,10 @@ class _Connection(asyncio.Protocol):
             self._stop(ReplyTooLong())
 
     def on_message_complete(self) -> None:
+        if self._parser.get_status_code() < 200:
+            # An interim reply (100 Continue, 103 Early Hints): the real one follows.
+            self._headers, self._body, self._head_bytes = {}, bytearray(), 0
+            return
         self._finish(keep=self._parser.should_keep_alive())
 
     def _finish(self, keep: bool) -> None:

@@ -124,6 +124,13 @@ def test_a_reply_that_ends_with_its_connection_is_read_whole_and_the_next_call_c
     assert [len(c) for c in upstream.connections] == [1, 1, 1]
 
 
+def test_an_interim_reply_is_passed_over_for_the_real_one():
+    interim = b"HTTP/1.1 100 Continue\r\nx-interim: 1\r\n\r\n"
+    replies, upstream = run(lambda i, r: interim + ok(), three_calls)
+    assert [(r.status_code, r.body, "x-interim" in r.headers) for r in replies] == [(200, b'{"ok": true}', False)] * 3
+    assert len(upstream.connections) == 1
+
+
 def test_a_reply_that_says_connection_close_is_not_kept():
     replies, upstream = run(lambda i, r: ok(b"{}", "connection: close"), three_calls)
     assert [r.body for r in replies] == [b"{}"] * 3

@@ -199,9 +199,8 @@ class Gateway:
                       "invalid_api_key")
 
     async def chat(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """POST /v1/chat/completions, as an ASGI app of its own: the one route on every
-        request's path skips Starlette's middleware, routing and request object, which cost
-        it a tenth of its CPU (docs/performance.md#the-gateway)."""
+        """POST /v1/chat/completions, as an ASGI app of its own: the route every request
+        takes skips Starlette's middleware, routing and request object."""
         try:
             response = await self._chat(scope, receive)
         except _ClientGone:

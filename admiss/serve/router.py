@@ -115,11 +115,13 @@ class Router:
     def top_rung(self) -> CompiledRung:
         return self.chain.rungs[-1]
 
-    async def complete(self, messages: Any, **params: Any) -> Served:
+    async def complete(self, messages: Any, /, **params: Any) -> Served:
         """Run the cascade on a chat request; the served output and its (stored) receipt.
 
         Raises :class:`~admiss.serve.calls.RequestError` for a malformed request, before
-        any model is called.
+        any model is called. ``messages`` is positional-only, so a request field of any name
+        (``self``, ``messages``) lands in ``params`` and is refused there, not mistaken for
+        an argument.
         """
         messages = checked_messages(messages)
         params = checked_params(params)
@@ -168,7 +170,7 @@ class Router:
         for listener in self.listeners:
             listener(receipt)
 
-    def complete_sync(self, messages: Any, **params: Any) -> Served:
+    def complete_sync(self, messages: Any, /, **params: Any) -> Served:
         """:meth:`complete` for code without an event loop (one loop kept across calls, so
         provider connections are reused)."""
         if self._loop is None:

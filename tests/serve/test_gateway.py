@@ -161,6 +161,10 @@ def test_bad_requests_are_400s_before_any_model_call(gateway, upstream):
     with pytest.raises(openai.BadRequestError, match="unsupported parameter: tools"):
         client.chat.completions.create(model="json", messages=[{"role": "user", "content": text}],
                                        tools=[{"type": "function", "function": {"name": "f"}}])
+    # A field named like a parameter of Router.complete is a field like any other: refused.
+    response = httpx.post(f"{gateway.url}/v1/chat/completions", headers={"Authorization": f"Bearer {KEY}"},
+                          json={"model": "json", "messages": [{"role": "user", "content": text}], "self": 1})
+    assert response.status_code == 400 and response.json()["error"]["param"] == "self"
     for body in ({"model": ["json"], "messages": []}, {"model": "json", "messages": [{"role": ["user"]}]}, [1, 2]):
         response = httpx.post(f"{gateway.url}/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {KEY}"})
         assert response.status_code in (400, 404) and "error" in response.json()

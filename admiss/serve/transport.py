@@ -4,7 +4,8 @@ httptools (the parser uvicorn serves the gateway with).
 admiss's providers send through httpx by default. In the gateway every request makes at
 least one model call, and a general client's per-call work (request and response objects,
 middleware, pool bookkeeping, timers) was the largest part of a request's CPU: httpx's
-several times aiohttp's, and aiohttp's a quarter of the whole (docs/performance.md#the-gateway).
+several times aiohttp's, and aiohttp's was a quarter of the whole
+(docs/performance.md#the-gateway).
 A chat call needs little of it: one POST of a JSON body, one reply read whole within a
 size cap, a connection kept for the next call. So the gateway's provider clients send
 through :class:`PooledSender`; everything above it (the deadline, retries, error reasons,

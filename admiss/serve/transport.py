@@ -260,6 +260,10 @@ class _Connection(asyncio.Protocol):
 
     # httptools' calls
 
+    def on_message_begin(self) -> None:
+        if self._reply.done():  # a second reply to one request: the connection is out of step
+            self._stop(SendFailed("a reply nobody asked for"))
+
     def on_header(self, name: bytes, value: bytes) -> None:
         self._head_bytes += len(name) + len(value)
         if self._head_bytes > MAX_HEAD_BYTES:

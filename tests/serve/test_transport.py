@@ -125,6 +125,12 @@ def test_an_interim_reply_is_passed_over_for_the_real_one():
     assert len(upstream.connections) == 1
 
 
+def test_a_second_reply_to_one_request_leaves_the_first_as_it_was_and_its_connection_unused():
+    replies, upstream = run(lambda i, r: ok(b'{"n": %d}' % i) + ok(b"{}", "x-extra: 1"), three_calls)
+    assert [(r.body, "x-extra" in r.headers) for r in replies] == [(b'{"n": %d}' % i, False) for i in range(3)]
+    assert [len(c) for c in upstream.connections] == [1, 1, 1]
+
+
 def test_a_reply_that_says_connection_close_is_not_kept():
     replies, upstream = run(lambda i, r: ok(b"{}", "connection: close"), three_calls)
     assert [r.body for r in replies] == [b"{}"] * 3

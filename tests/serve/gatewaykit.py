@@ -136,7 +136,8 @@ class Gateway:
         rubric = (RUBRIC.replace("__PYTHON__", quoted(sys.executable)).replace("__GATE__", quoted(GATE))
                   .replace("__PIDS__", quoted(self.pids)))
         (folder / "gw.rubric").write_text(rubric)
-        (folder / "admiss.toml").write_text(CONFIG.format(url=upstream.url, grace_s=grace_s, max_request_bytes=MAX_REQUEST_BYTES))
+        config = CONFIG.format(url=upstream.url, grace_s=grace_s, max_request_bytes=MAX_REQUEST_BYTES)
+        (folder / "admiss.toml").write_text(config)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.store_path = folder / "receipts.db"

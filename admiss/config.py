@@ -226,12 +226,40 @@ def read_config(path: Path) -> Config:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError([Diagnostic("E001", f"cannot read config file: {exc}", file=str(path))]) from None
-    source = Source(str(path), text)
+    # Errors quote source lines: the one they show has the client keys' values masked.
+    source = Source(str(path), _keys_masked(text))
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise _syntax_error(exc, source) from None
     return _Reader(source).config(data, path)
+
+
+_API_KEYS = re.compile(r"""(?:\bapi_keys\b|"api_keys"|'api_keys')\s*=""")
+_TOML_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"?|\'[^\'\n]*\'?')
+
+
+def _keys_masked(text: str) -> str:
+    """``text`` with every string of an ``api_keys`` value (an array, over lines, or broken)
+    starred out character for character, so a quoted line keeps its columns."""
+    out = list(text)
+    for match in _API_KEYS.finditer(text):
+        at, depth = match.end(), 0
+        while at < len(text) and not (depth == 0 and text[at] == "\n"):
+            char = text[at]
+            if char in "\"'":
+                end = _TOML_STRING.match(text, at).end()
+                closed = end - at > 1 and text[end - 1] == char
+                out[at + 1:end - closed] = "*" * (end - closed - at - 1)
+                at = end
+                if depth == 0:
+                    break
+                continue
+            depth += {"[": 1, "]": -1}.get(char, 0)
+            if depth <= 0 and char == "]":
+                break
+            at += 1
+    return "".join(out)
 
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -33,11 +33,14 @@ import httpx
 
 from admiss import jsonio
 from admiss.config import Config, ProviderConfig, provider_name
+from admiss.redact import clipped, key_values, redact, url_secrets
 
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
 # Statuses by which a server refuses a request for its content (too long, filtered, malformed
 # text), not for the provider's configuration or health: the candidate's fault, not the gate's.
 CONTENT_REFUSED_STATUSES = frozenset({400, 413, 422})
+# How much of a server's own error text a reason quotes (after redaction).
+DETAIL_CHARS = 200
 # Backoff doubles from BACKOFF_S per retry, and a server's Retry-After is honoured up to MAX_DELAY_S.
 BACKOFF_S = 0.25
 MAX_DELAY_S = 4.0
@@ -211,10 +214,19 @@ class ChatClient:
                        params: Mapping[str, Any] | None = None) -> Completion:
         """The reply to ``messages`` from ``model`` (the name without the provider prefix);
         ``params`` adds request fields such as ``temperature``."""
-        headers = self._headers()
-        body = jsonio.dumps_line({**(params or {}), "model": model, "messages": list(messages)})
-        response = await self._post_with_retries(body, headers)
-        return _completion(response, self.config.name)
+        try:
+            headers = self._headers()
+            body = jsonio.dumps_line({**(params or {}), "model": model, "messages": list(messages)})
+            response = await self._post_with_retries(body, headers)
+            return _completion(response, self.config.name, self.secrets())
+        except ProviderError as exc:
+            # Every reason this client gives passes here: a server or a connection error may
+            # quote the key it was sent or the URL's user-info.
+            raise ProviderError(redact(exc.reason, self.secrets()), exc.content_refused) from None
+
+    def secrets(self) -> tuple[str, ...]:
+        """What this client must never show: its key's value and its URL's user-info."""
+        return key_values([self.config.api_key_env], self._environ) + url_secrets([self.config.base_url])
 
     async def aclose(self) -> None:
         await self._sender.aclose()
@@ -260,7 +272,8 @@ class ChatClient:
         if response.is_success:
             return response
         tried = f" after {retries} retries" if retries else ""
-        raise ProviderError(f"{self._where()}: HTTP {response.status_code}{tried}{_error_detail(response)}",
+        detail = _error_detail(response, self.secrets())
+        raise ProviderError(f"{self._where()}: HTTP {response.status_code}{tried}{detail}",
                             content_refused=response.status_code in CONTENT_REFUSED_STATUSES)
 
     def _where(self) -> str:
@@ -302,12 +315,6 @@ class Providers:
             calls.append(Call(model, completion.usage))
         return completion
 
-    def api_keys(self) -> list[str]:
-        """The provider keys set in the environment, so callers can keep them out of what they show."""
-        environ = os.environ if self._environ is None else self._environ
-        names = {c.api_key_env for c in self._configs.values() if c.api_key_env}
-        return [environ[name] for name in names if environ.get(name)]
-
     async def aclose(self) -> None:
         clients, self._clients = self._clients, {}
         await asyncio.gather(*(client.aclose() for client in clients.values()))
@@ -321,12 +328,13 @@ class Providers:
         return self._clients[name]
 
 
-def _completion(response: Reply, provider: str) -> Completion:
+def _completion(response: Reply, provider: str, secrets: Sequence[str]) -> Completion:
     try:
         data = response.json()
         text = data["choices"][0]["message"]["content"]
     except (ValueError, KeyError, IndexError, TypeError, RecursionError):
-        raise ProviderError(f"provider {provider}: reply is not a chat completion: {response.text[:200]!r}") from None
+        shown = clipped(response.text, DETAIL_CHARS, secrets)
+        raise ProviderError(f"provider {provider}: reply is not a chat completion: {shown!r}") from None
     if not isinstance(text, str):
         # A well-formed completion without text is the model declining (a refusal, a content
         # filter): about what the request carried, not a fault of the provider.
@@ -345,14 +353,14 @@ def _usage(data: Any) -> Usage | None:
     return Usage(prompt, completion)
 
 
-def _error_detail(response: Reply) -> str:
+def _error_detail(response: Reply, secrets: Sequence[str]) -> str:
     """The server's own error message when it sent one (OpenAI's ``error.message`` shape)."""
     try:
         message = response.json()["error"]["message"]
     except (ValueError, KeyError, TypeError, RecursionError):
         message = response.text
     message = str(message).strip()
-    return f": {message[:200]}" if message else ""
+    return f": {clipped(message, DETAIL_CHARS, secrets)}" if message else ""
 
 
 def _describe(exc: Exception) -> str:

@@ -1,16 +1,21 @@
-"""Secrets out of every text admiss shows: one function, applied where reasons and error
-messages are made (gate reasons in the cascade, diagnostics when rendered).
+"""Secrets out of every text admiss shows: one function, :func:`redact`, applied where
+reasons and error messages are made (provider errors, gate reasons in the cascade, receipts,
+diagnostics when rendered), and always before a text is cut short (:func:`clipped`), so a
+secret straddling the cut cannot keep its first part.
 
 Two kinds of secret are replaced by ``***``: the user-info of a URL
 (``https://user:pass@host`` becomes ``https://***@host``), wherever a URL is quoted, and the
-values of the environment variables that admiss.toml names as provider keys
-(``api_key_env``), wherever a server or a program echoes them.
+known secret values: the values of the environment variables that admiss.toml names as
+provider keys (``api_key_env``), and each provider URL's user-info in the forms a server may
+echo it (:func:`url_secrets`), wherever a server or a program echoes them.
 """
 
 from __future__ import annotations
 
+import base64
 import re
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
+from urllib.parse import unquote, urlsplit
 
 MASK = "***"
 # scheme://userinfo@ : userinfo holds no "/", "@" or whitespace (RFC 3986 percent-encodes them).
@@ -38,3 +43,42 @@ def key_values(env_names: Iterable[str | None], environ: Mapping[str, str]) -> t
     """The values of the named environment variables worth masking (set, and long enough)."""
     values = (environ.get(name) for name in env_names if name)
     return tuple(value for value in values if value and len(value) >= MIN_SECRET_LENGTH)
+
+
+def clipped(text: str, limit: int, secrets: Iterable[str] = ()) -> str:
+    """``text`` redacted, then cut to ``limit`` characters (with ``...`` when cut)."""
+    text = redact(text, secrets)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def holds_secret(text: str, secrets: Iterable[str]) -> bool:
+    """Whether ``text`` contains one of ``secrets`` verbatim."""
+    return any(secret in text for secret in secrets)
+
+
+def redacted_tree(value: Any, secrets: Iterable[str] = ()) -> Any:
+    """``value`` (JSON-like: dicts, lists, strings, numbers) with every string redacted."""
+    secrets = tuple(secrets)
+    if isinstance(value, str):
+        return redact(value, secrets)
+    if isinstance(value, dict):
+        return {key: redacted_tree(item, secrets) for key, item in value.items()}
+    if isinstance(value, list):
+        return [redacted_tree(item, secrets) for item in value]
+    return value
+
+
+def url_secrets(urls: Iterable[str]) -> tuple[str, ...]:
+    """The user-info of each URL in every form a server may echo it back: as written,
+    percent-decoded, the password alone, and base64 as a Basic ``Authorization`` carries it.
+    Forms shorter than :data:`MIN_SECRET_LENGTH` are left out (they would mask ordinary
+    words); the URL pattern of :func:`redact` still masks them inside a URL."""
+    forms: set[str] = set()
+    for url in urls:
+        netloc = urlsplit(url).netloc
+        if "@" not in netloc:
+            continue
+        info = netloc.rpartition("@")[0]
+        decoded = unquote(info)
+        forms |= {info, decoded, decoded.partition(":")[2], base64.b64encode(decoded.encode()).decode()}
+    return tuple(form for form in forms if len(form) >= MIN_SECRET_LENGTH)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from admiss.errors import Diagnostic
-from admiss.redact import key_values, redact
+from admiss.redact import clipped, key_values, redact, url_secrets
 from admiss.source import Source, Span
 
 
@@ -37,3 +37,13 @@ def test_a_quoted_source_line_keeps_its_columns():
     assert line.endswith('base_url = "ftp://********@host/v1"')
     # The caret still runs under the whole quoted URL, from its opening quote to its closing one.
     assert (caret.index("^"), caret.rindex("^")) == (line.index('"'), line.rindex('"'))
+
+
+def test_a_secret_across_the_cut_is_masked_before_the_cut():
+    key = "sk-abcdefghijkl"
+    assert clipped("x" * 195 + key + " more", 200, [key]) == "x" * 195 + "*** m..."
+
+
+def test_url_secrets_are_every_form_a_server_may_echo():
+    forms = set(url_secrets(["http://svc:pa%40ss-word@host/v1", "http://host/v1", "http://a:b@h/v1"]))
+    assert forms == {"svc:pa%40ss-word", "svc:pa@ss-word", "pa@ss-word", "c3ZjOnBhQHNzLXdvcmQ="}

@@ -16,7 +16,7 @@ from typing import Any, Awaitable, Callable
 import attrs
 
 from admiss.config import Config
-from admiss.redact import key_values, redact
+from admiss.redact import key_values, redact, url_secrets
 from admiss.providers import ProviderError, Providers
 
 PASS, FAIL, ABSTAIN = "pass", "fail", "abstain"
@@ -94,7 +94,8 @@ def _providers_of(ctx: "GateContext") -> Providers:
 
 
 def _secrets_of(ctx: "GateContext") -> tuple[str, ...]:
-    return key_values((p.api_key_env for p in ctx.config.providers.values()), os.environ)
+    providers = ctx.config.providers.values()
+    return key_values((p.api_key_env for p in providers), os.environ) + url_secrets(p.base_url for p in providers)
 
 
 @attrs.frozen
@@ -115,7 +116,7 @@ class GateContext:
     # True for a run without model calls on purpose (admiss check --offline): a gate that
     # would call a model abstains with a reason starting "offline" instead.
     offline: bool = False
-    # The configured provider keys' values, masked in every reason (admiss.redact).
+    # The configured provider keys' values and URL user-info, masked in every reason (admiss.redact).
     secrets: tuple[str, ...] = attrs.field(default=attrs.Factory(_secrets_of, takes_self=True), repr=False)
 
     def redact(self, text: str) -> str:

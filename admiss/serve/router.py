@@ -14,7 +14,6 @@ latency. With a store, the receipt is committed before :meth:`Router.complete` r
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import time
 from functools import partial
@@ -27,6 +26,7 @@ from admiss.cascade import CompiledChain, CompiledRung
 from admiss.config import Config
 from admiss.errors import Diagnostic, InputError
 from admiss.providers import recording_calls, split_model, ProviderError
+from admiss.redact import redacted_tree
 from admiss.report.json import chain_dict
 from admiss.serve.calls import LiveRungs, checked_messages, checked_params
 from admiss.serve.store import StoreError, StoreWriter, open_store, utc_timestamp
@@ -96,7 +96,6 @@ class Router:
         self.ctx = self._runtime.gate_context()
         self.config: Config = self.ctx.config
         _check_servable(self.chain, self.config, rubric.compiled.origin)
-        self._secrets = [s for s in self.ctx.providers.api_keys() if len(s) >= 4]
         _use_fast_sender(self.ctx.providers)
         self._owns_store = isinstance(store, (str, Path))
         self._store = _writer_for(Path(store)) if self._owns_store else store
@@ -213,18 +212,10 @@ class Router:
         return {r.model for r in self.chain.rungs if r.model} | {
             g.ir.model for r in self.chain.rungs for g in r.gates if g.ir.kind in MODEL_GATES and g.ir.model}
 
-    def redact(self, text: str) -> str:
-        """``text`` with every provider key in it replaced."""
-        for secret in self._secrets:
-            text = text.replace(secret, "[redacted]")
-        return text
-
     def _redacted(self, receipt: dict[str, Any]) -> dict[str, Any]:
-        # A provider may echo what it was sent in an error, and errors go on the receipt.
-        if not self._secrets:
-            return receipt
-        text = json.dumps(receipt, ensure_ascii=False)
-        return json.loads(self.redact(text)) if any(s in text for s in self._secrets) else receipt
+        # A provider may echo what it was sent in an error, and errors go on the receipt:
+        # every text on it passes the one redaction (admiss.redact) before it is stored.
+        return redacted_tree(receipt, self.ctx.secrets)
 
     async def aclose(self) -> None:
         """Close provider connections and write what the store has queued."""

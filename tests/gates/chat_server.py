@@ -88,7 +88,9 @@ def scripted_by_prompt(recorded: Recorded) -> Reply | None:
     ``{"delay": seconds}`` (a hang, with ``text`` after it), ``{"vary": true}`` (the text
     with a fresh number after it on every call, so no two replies agree), ``{"status": 400,
     "echo": "authorization"}`` (an error whose message repeats that request header, as
-    careless providers do).
+    careless providers do; ``"pad": n`` puts n characters before it), ``{"text": "... ECHO
+    ...", "echo_in_text": "authorization"}`` (a 200 completion whose text repeats that header
+    in place of ECHO).
     """
     body = recorded.body if isinstance(recorded.body, dict) else {}
     messages = body.get("messages") or [{}]
@@ -109,8 +111,10 @@ def scripted_by_prompt(recorded: Recorded) -> Reply | None:
     if spec.get("vary"):
         reply_text = f"{reply_text} {next(_counter)}"
     if "status" in spec:
-        echoed = recorded.headers.get(spec.get("echo", ""), "")
+        echoed = "x" * int(spec.get("pad", 0)) + recorded.headers.get(spec.get("echo", ""), "")
         return Reply(status=int(spec["status"]), body={"error": {"message": f"scripted {spec['status']} {echoed}"}})
+    if "echo_in_text" in spec:
+        reply_text = reply_text.replace("ECHO", recorded.headers.get(spec["echo_in_text"], ""))
     return attrs.evolve(completion(reply_text), delay_s=float(spec.get("delay", 0.0)))
 
 

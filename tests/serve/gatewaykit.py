@@ -127,7 +127,7 @@ class Gateway:
     """A running ``admiss serve`` process and what tests need to reach and inspect it."""
 
     def __init__(self, folder: Path, upstream: ChatServer, extra_env: dict[str, str] | None = None,
-                 grace_s: float = 10, workers: int = 1):
+                 grace_s: float = 10, workers: int = 1, base_url: str | None = None):
         self.folder = folder
         self.upstream = upstream
         self.pids = folder / "pids"
@@ -136,7 +136,7 @@ class Gateway:
         rubric = (RUBRIC.replace("__PYTHON__", quoted(sys.executable)).replace("__GATE__", quoted(GATE))
                   .replace("__PIDS__", quoted(self.pids)))
         (folder / "gw.rubric").write_text(rubric)
-        config = CONFIG.format(url=upstream.url, grace_s=grace_s, max_request_bytes=MAX_REQUEST_BYTES)
+        config = CONFIG.format(url=base_url or upstream.url, grace_s=grace_s, max_request_bytes=MAX_REQUEST_BYTES)
         (folder / "admiss.toml").write_text(config)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"

@@ -486,10 +486,17 @@ def receipts_export(
     since: Optional[str] = typer.Option(None, "--since", metavar="TIME", help="Only receipts created at or after this ISO-8601 time "
                                         "(a date, or a date and time; no zone means UTC)."),
 ) -> None:
-    """Print receipts as JSON Lines, oldest first. Exit 2 when the store or --since is bad."""
+    """Print receipts as JSON Lines, oldest first. Exit 2 when the store or --since is bad,
+    or when a damaged row was skipped (each one is named on stderr; the rest are printed)."""
     import json
 
-    from admiss.serve.store import StoreError, open_store, parse_since
+    from admiss.serve.store import DamagedRow, StoreError, open_store, parse_since
+
+    damaged: list[DamagedRow] = []
+
+    def skip(row: DamagedRow) -> None:
+        damaged.append(row)
+        sys.stderr.write(f"{store}: warning: E155 {str(row).removeprefix(f'{store}: ')}; skipped\n")
 
     try:
         start = parse_since(since) if since is not None else None
@@ -498,11 +505,13 @@ def receipts_export(
         raise typer.Exit(EXIT_BAD_INPUT) from None
     try:
         receipts = open_store(store, create=False)
-        for receipt in receipts.iter_since(start):
+        for receipt in receipts.iter_since(start, skip):
             sys.stdout.write(json.dumps(receipt, ensure_ascii=False) + "\n")
     except StoreError as error:
         sys.stderr.write(f"{store}: E152 {str(error).removeprefix(f'{store}: ')}\n")
         raise typer.Exit(EXIT_BAD_INPUT) from None
+    if damaged:
+        raise typer.Exit(EXIT_BAD_INPUT)
 
 
 def main() -> None:

@@ -24,7 +24,7 @@ import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from admiss.jsonio import dumps_line
 
@@ -51,6 +51,15 @@ class StoreError(Exception):
 
 class StoreBusy(StoreError):
     """Another connection (another program) holds the store's write lock."""
+
+
+class DamagedRow(StoreError):
+    """A row whose body is not a receipt (not text, not JSON, not an object); ``receipt_id``
+    names it. Another program can write anything into the file, so a read checks each body."""
+
+    def __init__(self, path: Path, receipt_id: Any, problem: str):
+        super().__init__(f"{path}: receipt row {receipt_id!r} is damaged: {problem}")
+        self.receipt_id = receipt_id
 
 
 def utc_timestamp(moment: datetime | None = None) -> str:
@@ -112,16 +121,37 @@ class ReceiptStore:
             row = self._db.execute("SELECT body FROM receipts WHERE id = ?", (receipt_id,)).fetchone()
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: cannot read receipts: {exc}") from None
-        return None if row is None else json.loads(row[0])
+        return None if row is None else self._receipt(receipt_id, row[0])
 
-    def iter_since(self, since: str | None = None) -> Iterator[dict[str, Any]]:
-        """Every receipt created at or after ``since`` (a :func:`utc_timestamp`), oldest first."""
-        query = "SELECT body FROM receipts WHERE created_at >= ? ORDER BY created_at, rowid"
+    def iter_since(self, since: str | None = None,
+                   skip: Callable[[DamagedRow], None] | None = None) -> Iterator[dict[str, Any]]:
+        """Every receipt created at or after ``since`` (a :func:`utc_timestamp`), oldest first.
+
+        A damaged row raises :class:`DamagedRow`, or with ``skip`` is handed to it and passed.
+        """
+        query = "SELECT id, body FROM receipts WHERE created_at >= ? ORDER BY created_at, rowid"
         try:
-            for (body,) in self._db.execute(query, (since or "",)):
-                yield json.loads(body)
+            for receipt_id, body in self._db.execute(query, (since or "",)):
+                try:
+                    yield self._receipt(receipt_id, body)
+                except DamagedRow as damaged:
+                    if skip is None:
+                        raise
+                    skip(damaged)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: cannot read receipts: {exc}") from None
+
+    def _receipt(self, receipt_id: Any, body: Any) -> dict[str, Any]:
+        """The receipt a row's body holds; DamagedRow when it holds none."""
+        if not isinstance(body, str):
+            raise DamagedRow(self.path, receipt_id, f"its body is {type(body).__name__}, not JSON text")
+        try:
+            receipt = json.loads(body)
+        except (ValueError, RecursionError) as exc:
+            raise DamagedRow(self.path, receipt_id, f"its body is not JSON ({exc})") from None
+        if not isinstance(receipt, dict):
+            raise DamagedRow(self.path, receipt_id, "its body is not a JSON object")
+        return receipt
 
     def counts(self) -> dict[tuple[str, str], int]:
         """How many receipts there are by (chain, outcome)."""

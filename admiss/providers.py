@@ -57,10 +57,17 @@ class ProviderError(Exception):
         self.content_refused = content_refused
 
 
+# No model reads or writes this many tokens in one call: a count past it is a server's
+# mistake or a lie, and priced it would put an absurd cost ($2e12) on a receipt.
+MAX_CALL_TOKENS = 10**8
+
+
 @attrs.frozen
 class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
+    # The server reported a count past MAX_CALL_TOKENS: the counts are zero and never priced.
+    out_of_bounds: bool = False
 
 
 @attrs.frozen
@@ -194,7 +201,7 @@ def cost_usd(config: Config, model: str, usages: Sequence[Usage | None]) -> tupl
     price = config.price_for(model)
     if price is None:
         return 0.0, f'{model} is unpriced: add [prices."{model}"] to admiss.toml'
-    known = [u for u in usages if u is not None]
+    known = [u for u in usages if u is not None and not u.out_of_bounds]
     total = sum(price.cost_usd(u.input_tokens, u.output_tokens) for u in known)
     missing = len(usages) - len(known)
     return total, (f"{missing} call(s) reported no token usage and are not priced" if missing else None)
@@ -350,6 +357,8 @@ def _usage(data: Any) -> Usage | None:
     prompt, completion = data.get("prompt_tokens"), data.get("completion_tokens")
     if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in (prompt, completion)):
         return None
+    if max(prompt, completion) > MAX_CALL_TOKENS:
+        return Usage(out_of_bounds=True)
     return Usage(prompt, completion)
 
 

@@ -39,6 +39,9 @@ VERDICTS = ("pass", "fail", "abstain", "skipped")
 # no model call costs a billion dollars or reads a trillion tokens.
 MAX_COST_USD = 1e9
 MAX_TOKENS = 10**12
+# The receipt flag of a request some call of which reported token counts past belief
+# (admiss.serve.calls.USAGE_OUT_OF_BOUNDS; a receipt is data, so the name is repeated, not imported).
+USAGE_OUT_OF_BOUNDS = "usage_out_of_bounds"
 # An input with more broken records than this stops being read (the rest would only repeat).
 MAX_ERRORS_PER_FILE = 20
 
@@ -215,6 +218,10 @@ def request_from_receipt(record: dict, config: Config) -> Request:
     _, name, served, rungs = _chain(record)
     top = _top(_field(record, "top_rung", ""), "top_rung")
     calls = _usage(_field(record, "usage", ""))
+    if USAGE_OUT_OF_BOUNDS in _flags(record.get("flags", [])):
+        # Some call of it went unpriced: its spend is a floor and its top-rung cost unknown.
+        return Request(name, rungs, served, top["rung"], top.get("model"), None, UNPRICED,
+                       "an upstream reported token usage out of bounds (the receipt is flagged)")
     ran = [r for r in rungs if r.rung == top["rung"]]
     if ran:
         return Request(name, rungs, served, top["rung"], top.get("model"), ran[-1].cost_usd, ACTUAL)
@@ -229,6 +236,10 @@ def request_from_receipt(record: dict, config: Config) -> Request:
         return attrs.evolve(unpriced, note="the last rung call reported no token counts")
     cost = price.cost_usd(last[-1]["prompt_tokens"], last[-1]["completion_tokens"])
     return Request(name, rungs, served, top["rung"], model, cost, ESTIMATED)
+
+
+def _flags(flags: Any) -> list[str]:
+    return [_string(flag, f"flags[{i}]") for i, flag in enumerate(_array(flags, "flags"))]
 
 
 def _usage(usage: Any) -> list[dict]:

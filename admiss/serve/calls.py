@@ -26,6 +26,9 @@ PASSTHROUGH = frozenset({
 })
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 RUNG, JUDGE, CONSISTENCY = "rung", "judge", "consistency"
+# A receipt flag (and a usage entry's key): the call's reported token counts were past
+# providers.MAX_CALL_TOKENS, so they are null on the receipt and the call is not priced.
+USAGE_OUT_OF_BOUNDS = "usage_out_of_bounds"
 ECHOED_CREDENTIALS = ("the model's reply carries the gateway's own credentials (a provider key or URL "
                       "user-info); refused as the upstream's fault")
 
@@ -173,12 +176,20 @@ class LiveRungs:
         for (rung, model, first, _), last in zip(self._starts, bounds):
             for position, call in enumerate(log[first:last]):
                 purpose = RUNG if position == 0 and rung in self.calls else CONSISTENCY if call.model == model else JUDGE
-                out.append({
+                usable = call.usage is not None and not call.usage.out_of_bounds
+                entry = {
                     "rung": rung,
                     "model": call.model,
                     "purpose": purpose,
-                    "prompt_tokens": call.usage.input_tokens if call.usage else None,
-                    "completion_tokens": call.usage.output_tokens if call.usage else None,
+                    "prompt_tokens": call.usage.input_tokens if usable else None,
+                    "completion_tokens": call.usage.output_tokens if usable else None,
                     "cost_usd": cost_usd(self.ctx.config, call.model, [call.usage])[0],
-                })
+                }
+                if call.usage is not None and call.usage.out_of_bounds:
+                    entry[USAGE_OUT_OF_BOUNDS] = True
+                out.append(entry)
         return out
+
+    def flags(self) -> list[str]:
+        """What the receipt must warn of: an upstream's token counts past belief."""
+        return [USAGE_OUT_OF_BOUNDS] if any(c.usage and c.usage.out_of_bounds for c in self._log or ()) else []

@@ -140,6 +140,7 @@ class Router:
             "total_latency_ms": round((finished - started) * 1000, 3),
             "top_rung": {"rung": self.top_rung.name, "model": self.top_rung.model},
             "model_errors": [{"rung": rung, "error": error} for rung, error in rungs.errors.items()],
+            "flags": rungs.flags(),
         })
         await self._keep(receipt)
         call = rungs.calls.get(result.served) if result.served is not None else None

@@ -90,7 +90,7 @@ def scripted_by_prompt(recorded: Recorded) -> Reply | None:
     "echo": "authorization"}`` (an error whose message repeats that request header, as
     careless providers do; ``"pad": n`` puts n characters before it), ``{"text": "... ECHO
     ...", "echo_in_text": "authorization"}`` (a 200 completion whose text repeats that header
-    in place of ECHO).
+    in place of ECHO), ``{"text": s, "usage": [prompt, completion]}`` (those token counts).
     """
     body = recorded.body if isinstance(recorded.body, dict) else {}
     messages = body.get("messages") or [{}]
@@ -115,7 +115,8 @@ def scripted_by_prompt(recorded: Recorded) -> Reply | None:
         return Reply(status=int(spec["status"]), body={"error": {"message": f"scripted {spec['status']} {echoed}"}})
     if "echo_in_text" in spec:
         reply_text = reply_text.replace("ECHO", recorded.headers.get(spec["echo_in_text"], ""))
-    return attrs.evolve(completion(reply_text), delay_s=float(spec.get("delay", 0.0)))
+    reply = completion(reply_text, *spec["usage"]) if "usage" in spec else completion(reply_text)
+    return attrs.evolve(reply, delay_s=float(spec.get("delay", 0.0)))
 
 
 class _Server(ThreadingHTTPServer):

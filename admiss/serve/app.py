@@ -182,6 +182,7 @@ class Gateway:
         self.routers = routers
         self.keys = keys
         self.max_request_bytes = next(iter(routers.values())).config.serve.max_request_bytes
+        self.grace_s = next(iter(routers.values())).config.serve.grace_s
         self.metrics = GatewayMetrics(routers)
 
     def authorized(self, authorization: str | None) -> bool:
@@ -206,7 +207,18 @@ class Gateway:
         except _ClientGone:
             self.metrics.rejected.labels("client_disconnected").inc()
             return  # nobody reads an answer
-        await response(scope, receive, send)
+        except asyncio.CancelledError:
+            # Only the server cancels a request it is running: on SIGTERM, once grace_s ran
+            # out. Its model calls and gate programs are stopped by now; the client gets a
+            # plain error instead of uvicorn's 500 and a traceback in the log.
+            self.metrics.rejected.labels("gateway_stopping").inc()
+            response = _error(503, f"the gateway is stopping and this request ran past its grace period "
+                              f"([serve] grace_s = {self.grace_s:g}s): nothing is served and no receipt was "
+                              "stored; send it again", "admiss_error", "gateway_stopping")
+        try:
+            await response(scope, receive, send)
+        except asyncio.CancelledError:
+            return  # stopped while the answer went out: the connection closes with it
 
     async def _chat(self, scope: Scope, receive: Receive) -> Response:
         if not self.authorized(_header(scope, b"authorization")):

@@ -164,3 +164,32 @@ def test_a_store_removed_under_the_gateway_serves_nothing_and_reads_are_a_503(tm
         assert refused.value.body["code"] == "receipt_store_failed"
     finally:
         assert gateway.stop() == 0, gateway.log.read_text()
+
+
+def test_requests_running_past_the_grace_period_get_a_clean_503_and_the_log_no_traceback(tmp_path, upstream):
+    gateway = Gateway(tmp_path, upstream, grace_s=1)
+    answers: list = []
+
+    async def ask(client, chain: str, script: dict) -> None:
+        _, text = prompt(script)
+        try:
+            await client.chat.completions.create(model=chain, messages=[{"role": "user", "content": text}])
+        except openai.APIStatusError as exc:
+            answers.append((exc.status_code, exc.body))
+
+    async def run():
+        async with gateway.async_client(timeout=30) as client:
+            tasks = [asyncio.ensure_future(ask(client, "slowgate", {"cheap": "HANG:late"})),  # in a gate
+                     asyncio.ensure_future(ask(client, "json", {"cheap": {"delay": 20, "text": GOOD}}))]  # in a call
+            while not (gateway.pids / "late.pid").exists():
+                await asyncio.sleep(0.05)
+            gateway.process.send_signal(signal.SIGTERM)
+            await asyncio.gather(*tasks)
+
+    asyncio.run(run())
+    assert gateway.process.wait(30) == 0
+    log = gateway.log.read_text()
+    assert [(status, body["code"]) for status, body in answers] == [(503, "gateway_stopping")] * 2, answers
+    assert all("grace_s" in body["message"] for _, body in answers)
+    assert "Traceback" not in log and "Exception in ASGI application" not in log, log
+    assert not _alive(int((gateway.pids / "late.pid").read_text()))

@@ -34,6 +34,9 @@ api_keys_env = "ADMISS_API_KEYS"  # optional: comma-separated bearer keys client
 api_keys = []                     # optional: keys written here (prefer the environment)
 grace_s = 10                      # on SIGTERM, how long in-flight requests may finish
 max_request_bytes = 10485760      # a larger chat request body gets 413, unread
+header_timeout_s = 10             # a request's headers must arrive within this, or the connection closes
+body_timeout_s = 30               # a chat request's body must arrive within this, or 408
+max_connections = 512             # open connections per process; past it a new one is closed at once
 ```
 
 Unknown tables and keys are errors (a misspelt ``api_key_env`` must not silently send
@@ -123,6 +126,13 @@ DEFAULT_STORE = "admiss-receipts.db"
 DEFAULT_GRACE_S = 10.0
 # A chat request's body: text messages only, so 10 MiB is a long conversation.
 DEFAULT_MAX_REQUEST_BYTES = 10 * 1024 * 1024
+# Slow clients: how long a request's headers and its body may take to arrive, and how many
+# connections one process holds open (past it a new one is closed at once). A client on a
+# slow link sends 10 MiB in 30 s at 3 Mbit/s; 512 stays well inside a default limit of
+# 1024 open files, which the gateway's upstream connections and the store share.
+DEFAULT_HEADER_TIMEOUT_S = 10.0
+DEFAULT_BODY_TIMEOUT_S = 30.0
+DEFAULT_MAX_CONNECTIONS = 512
 
 
 @attrs.frozen
@@ -135,6 +145,9 @@ class ServeSettings:
     api_keys_env: str | None = None
     grace_s: float = DEFAULT_GRACE_S
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S
+    body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
 
 
 @attrs.frozen
@@ -335,6 +348,9 @@ class _Reader:
             api_keys_env=self._typed(table, where, "api_keys_env", str, "a string", default=None),
             grace_s=self._number(table, where, "grace_s", DEFAULT_GRACE_S),
             max_request_bytes=self._count(table, where, "max_request_bytes", DEFAULT_MAX_REQUEST_BYTES, minimum=1),
+            header_timeout_s=self._number(table, where, "header_timeout_s", DEFAULT_HEADER_TIMEOUT_S, positive=True),
+            body_timeout_s=self._number(table, where, "body_timeout_s", DEFAULT_BODY_TIMEOUT_S, positive=True),
+            max_connections=self._count(table, where, "max_connections", DEFAULT_MAX_CONNECTIONS, minimum=1),
         )
 
     def _provider(self, name: str, table: dict) -> ProviderConfig:

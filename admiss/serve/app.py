@@ -27,8 +27,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from admiss import jsonio
+from admiss.config import DEFAULT_HEADER_TIMEOUT_S, DEFAULT_MAX_CONNECTIONS, ServeSettings
 from admiss.errors import Diagnostic, InputError
 from admiss.serve.calls import RequestError
 from admiss.serve.metrics import GatewayMetrics
@@ -82,6 +84,10 @@ class _TooLarge(Exception):
     """The request's body is past ``[serve] max_request_bytes``."""
 
 
+class _TooSlow(Exception):
+    """The request's body did not arrive within ``[serve] body_timeout_s``."""
+
+
 def _header(scope: Scope, name: bytes) -> str | None:
     """A request header's value (``name`` in lower case, as ASGI gives names)."""
     for key, value in scope["headers"]:
@@ -90,12 +96,30 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
-async def _body(scope: Scope, receive: Receive, limit: int) -> bytes:
+async def _body(scope: Scope, receive: Receive, limit: int, timeout_s: float) -> bytes:
     """The request's body, read whole; _TooLarge past ``limit`` bytes (before reading any
-    when its content-length says so), _ClientGone if the client hangs up first."""
+    when its content-length says so), _TooSlow when it takes longer than ``timeout_s``,
+    _ClientGone if the client hangs up first."""
     declared = _header(scope, b"content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise _TooLarge
+    # A timer that cancels this task, as asyncio.timeout does (which Python 3.10 lacks), not
+    # asyncio.wait_for: that runs the read in a task of its own, on every request's path.
+    task, expired = asyncio.current_task(), []
+    timer = asyncio.get_running_loop().call_later(timeout_s, lambda: (expired.append(True), task.cancel()))
+    try:
+        return await _read_body(receive, limit)
+    except asyncio.CancelledError:
+        if not expired:
+            raise
+        if hasattr(task, "uncancel"):  # 3.11+: the cancel was ours, not the caller's
+            task.uncancel()
+        raise _TooSlow from None
+    finally:
+        timer.cancel()
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes:
     chunks, size = [], 0
     while True:
         message = await receive()
@@ -183,6 +207,7 @@ class Gateway:
         self.keys = keys
         self.max_request_bytes = next(iter(routers.values())).config.serve.max_request_bytes
         self.grace_s = next(iter(routers.values())).config.serve.grace_s
+        self.body_timeout_s = next(iter(routers.values())).config.serve.body_timeout_s
         self.metrics = GatewayMetrics(routers)
 
     def authorized(self, authorization: str | None) -> bool:
@@ -224,7 +249,11 @@ class Gateway:
         if not self.authorized(_header(scope, b"authorization")):
             return self.unauthorized()
         try:
-            body = jsonio.loads_any(await _body(scope, receive, self.max_request_bytes))
+            body = jsonio.loads_any(await _body(scope, receive, self.max_request_bytes, self.body_timeout_s))
+        except _TooSlow:
+            self.metrics.rejected.labels("too_slow").inc()
+            return _error(408, f"the request body did not arrive within {self.body_timeout_s:g}s "
+                          "([serve] body_timeout_s)", "invalid_request_error", "request_timeout")
         except _TooLarge:
             self.metrics.rejected.labels("too_large").inc()
             return _error(413, f"the request body is larger than {self.max_request_bytes} bytes "
@@ -379,10 +408,55 @@ class _Lifespan:
         self.gateway.metrics.close()
 
 
+class _BoundedHttp(HttpToolsProtocol):
+    """uvicorn's httptools protocol with the two bounds uvicorn lacks: a deadline for a
+    request's headers (from the connection's start, or from a later request's first byte,
+    to the end of its headers) and a cap on open connections, past which a new one is closed
+    at once. uvicorn makes one per connection, from the class: :func:`_bound_connections`
+    sets the limits in each process before it serves."""
+
+    header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    _headers_due: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        if len(self.connections) > self.max_connections:
+            transport.close()
+            return
+        self._await_headers()
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._await_headers()
+
+    def on_headers_complete(self) -> None:
+        self._stop_waiting()
+        super().on_headers_complete()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_waiting()
+        super().connection_lost(exc)
+
+    def _await_headers(self) -> None:
+        self._stop_waiting()
+        self._headers_due = self.loop.call_later(self.header_timeout_s, self.transport.close)
+
+    def _stop_waiting(self) -> None:
+        if self._headers_due is not None:
+            self._headers_due.cancel()
+            self._headers_due = None
+
+
+def _bound_connections(settings: ServeSettings) -> None:
+    _BoundedHttp.header_timeout_s = settings.header_timeout_s
+    _BoundedHttp.max_connections = settings.max_connections
+
+
 def _server_config(app: Any, host: str, port: int, grace_s: float, log_level: str, **more: Any):
     import uvicorn
 
-    return uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False,
+    return uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False, http=_BoundedHttp,
                           timeout_graceful_shutdown=grace_s, lifespan="on", server_header=False, **more)
 
 
@@ -392,6 +466,7 @@ def serve(routers: dict[str, Router], keys: frozenset[str], host: str, port: int
     flush the store and return 0."""
     import uvicorn
 
+    _bound_connections(next(iter(routers.values())).config.serve)
     config = _server_config(Gateway(routers, keys).app(), host, port, grace_s, log_level)
     # uvicorn raises the stopping signal again once it has shut down; a handler of our own
     # takes it, so a graceful stop exits 0 rather than dying by the signal.
@@ -413,6 +488,7 @@ def worker_app() -> ASGIApp:
 
     spec = json.loads(os.environ[WORKER_ENV])
     routers = routers_for(spec["rubric"], spec["config"], spec["chain"], spec["store"])
+    _bound_connections(next(iter(routers.values())).config.serve)
     return Gateway(routers, api_keys(next(iter(routers.values())))).app()
 
 

@@ -124,10 +124,13 @@ def free_port() -> int:
 
 
 class Gateway:
-    """A running ``admiss serve`` process and what tests need to reach and inspect it."""
+    """A running ``admiss serve`` process and what tests need to reach and inspect it.
+
+    ``base_url`` is the provider URL admiss.toml gives (default: the upstream's);
+    ``serve_settings`` are more lines of its ``[serve]`` table."""
 
     def __init__(self, folder: Path, upstream: ChatServer, extra_env: dict[str, str] | None = None,
-                 grace_s: float = 10, workers: int = 1, base_url: str | None = None):
+                 grace_s: float = 10, workers: int = 1, base_url: str | None = None, serve_settings: str = ""):
         self.folder = folder
         self.upstream = upstream
         self.pids = folder / "pids"
@@ -137,6 +140,7 @@ class Gateway:
                   .replace("__PIDS__", quoted(self.pids)))
         (folder / "gw.rubric").write_text(rubric)
         config = CONFIG.format(url=base_url or upstream.url, grace_s=grace_s, max_request_bytes=MAX_REQUEST_BYTES)
+        config += serve_settings  # more [serve] keys: that table comes last
         (folder / "admiss.toml").write_text(config)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"

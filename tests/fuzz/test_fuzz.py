@@ -5,6 +5,8 @@ function that takes raw bytes and must either return or raise an AdmissError. In
 seeds from tests/fuzz/corpus/<folder>, mutated byte by byte, or bytes from scratch. A new
 input kind (traces, say) is a corpus folder and one more row.
 
+The upstream-reply seeds are written by corpus/upstream_replies/make_seeds.py.
+
 Each target runs a bounded number of examples with no per-example deadline, so the whole
 module stays well under 30 s on a shared machine; run longer locally with
 ADMISS_FUZZ_EXAMPLES=5000.
@@ -26,6 +28,9 @@ import admiss
 from admiss.bundle import parse_bundle_text
 from admiss.errors import AdmissError
 from admiss.jsonio import dumps_line
+from admiss.providers import MAX_CALL_TOKENS, ProviderError, Reply, _completion, _error_detail
+from admiss.redact import holds_secret, url_secrets
+from admiss.serve.store import DamagedRow, open_store
 
 CORPUS = Path(__file__).parent / "corpus"
 EXAMPLES = int(os.environ.get("ADMISS_FUZZ_EXAMPLES", "120"))
@@ -34,7 +39,8 @@ RUBRIC_FILE = CORPUS / "rubrics" / "chain.rubric"
 
 
 def seeds(folder: str) -> list[bytes]:
-    return [p.read_bytes() for p in sorted((CORPUS / folder).iterdir()) if p.is_file()]
+    # A .py file beside the seeds is the script that wrote them.
+    return [p.read_bytes() for p in sorted((CORPUS / folder).iterdir()) if p.is_file() and p.suffix != ".py"]
 
 
 @st.composite
@@ -120,6 +126,43 @@ def rubric_source(data: bytes) -> None:
             error.render().encode("utf-8", "backslashreplace")
 
 
+FUZZ_KEY = "sk-fuzz-provider-key-0123456789"  # the key the upstream-reply seeds echo
+FUZZ_URL_SECRETS = url_secrets(["http://svc-user:fuzz-url-password@127.0.0.1/v1"])
+
+
+def upstream_reply(data: bytes) -> None:
+    """A provider's reply body, as a completion (status 200) and as an error (status 500):
+    a Completion or a ProviderError, never a secret in a reason (redacted before the cut),
+    and never an unbounded token count."""
+    secrets = (FUZZ_KEY, *FUZZ_URL_SECRETS)
+    try:
+        completion = _completion(Reply(200, {}, data), "fuzz", secrets)
+    except ProviderError as error:
+        assert not holds_secret(error.reason, secrets)
+    else:
+        usage = completion.usage
+        assert usage is None or max(usage.input_tokens, usage.output_tokens) <= MAX_CALL_TOKENS
+    detail = _error_detail(Reply(500, {}, data), secrets)
+    assert not holds_secret(detail, secrets)
+
+
+_store = None
+
+
+def store_row(data: bytes) -> None:
+    """A receipt row another program wrote (as text, or as a blob): a receipt or DamagedRow."""
+    global _store
+    if _store is None:
+        _store = open_store(Path(tempfile.mkdtemp(prefix="admiss-fuzz-")) / "r.db")
+    body: bytes | str = data if data[:1] == b"\x00" else data.decode("utf-8", "replace")
+    _store._db.execute("INSERT OR REPLACE INTO receipts VALUES ('rcpt_fuzz', '', 'c', NULL, 'exhausted', 0, 0, ?)",
+                       (body,))
+    try:
+        assert isinstance(_store.get("rcpt_fuzz"), dict)
+    except DamagedRow as damaged:
+        assert damaged.receipt_id == "rcpt_fuzz"
+
+
 class Target(NamedTuple):
     name: str
     corpus: str
@@ -131,6 +174,8 @@ TARGETS = [
     Target("bundle-cli", "bundles", bundle_through_cli),
     Target("bundle-cli-own-rubric", "bundles", bundle_naming_its_rubric),
     Target("rubric", "rubrics", rubric_source),
+    Target("upstream-reply", "upstream_replies", upstream_reply),
+    Target("store-row", "bundles", store_row),
 ]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from admiss.errors import Diagnostic
-from admiss.redact import clipped, key_values, redact, url_secrets
+from admiss.redact import clipped, key_values, redact, redacted_tree, url_secrets
 from admiss.source import Source, Span
 
 
@@ -47,3 +47,11 @@ def test_a_secret_across_the_cut_is_masked_before_the_cut():
 def test_url_secrets_are_every_form_a_server_may_echo():
     forms = set(url_secrets(["http://svc:pa%40ss-word@host/v1", "http://host/v1", "http://a:b@h/v1"]))
     assert forms == {"svc:pa%40ss-word", "svc:pa@ss-word", "pa@ss-word", "c3ZjOnBhQHNzLXdvcmQ="}
+
+
+@pytest.mark.parametrize("key", ["sk-plain-0123456789", 'sk-"quoted"-0123456789'])  # looked for in JSON, or walked
+def test_every_string_of_a_tree_is_redacted(key):
+    tree = {"a": [f"x {key} y", 5, None, {"b": "http://u:p@h/v"}]}
+    assert redacted_tree(tree, [key]) == {"a": ["x *** y", 5, None, {"b": "http://***@h/v"}]}
+    clean = {"a": ["nothing to mask", 1.5]}
+    assert redacted_tree(clean, [key]) == clean

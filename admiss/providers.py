@@ -216,6 +216,7 @@ class ChatClient:
         self._environ = os.environ if environ is None else environ
         self._sender = sender if sender is not None else HttpxSender(config.timeout_s)
         self._url = f"{config.base_url}/chat/completions"
+        self._url_secrets = url_secrets([config.base_url])
 
     async def complete(self, model: str, messages: Sequence[Mapping[str, Any]],
                        params: Mapping[str, Any] | None = None) -> Completion:
@@ -233,7 +234,7 @@ class ChatClient:
 
     def secrets(self) -> tuple[str, ...]:
         """What this client must never show: its key's value and its URL's user-info."""
-        return key_values([self.config.api_key_env], self._environ) + url_secrets([self.config.base_url])
+        return key_values([self.config.api_key_env], self._environ) + self._url_secrets
 
     async def aclose(self) -> None:
         await self._sender.aclose()

@@ -205,9 +205,10 @@ class Gateway:
     def __init__(self, routers: dict[str, Router], keys: frozenset[str]):
         self.routers = routers
         self.keys = keys
-        self.max_request_bytes = next(iter(routers.values())).config.serve.max_request_bytes
-        self.grace_s = next(iter(routers.values())).config.serve.grace_s
-        self.body_timeout_s = next(iter(routers.values())).config.serve.body_timeout_s
+        settings = next(iter(routers.values())).config.serve
+        self.max_request_bytes = settings.max_request_bytes
+        self.grace_s = settings.grace_s
+        self.body_timeout_s = settings.body_timeout_s
         self.metrics = GatewayMetrics(routers)
 
     def authorized(self, authorization: str | None) -> bool:

@@ -33,7 +33,7 @@ import httpx
 
 from admiss import jsonio
 from admiss.config import Config, ProviderConfig, provider_name
-from admiss.redact import clipped, key_values, redact, url_secrets
+from admiss.redact import clipped, holds_secret, key_values, redact, url_secrets
 
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
 # Statuses by which a server refuses a request for its content (too long, filtered, malformed
@@ -226,11 +226,20 @@ class ChatClient:
             headers = self._headers()
             body = jsonio.dumps_line({**(params or {}), "model": model, "messages": list(messages)})
             response = await self._post_with_retries(body, headers)
-            return _completion(response, self.config.name, self.secrets())
+            return self._without_echo(_completion(response, self.config.name, self.secrets()))
         except ProviderError as exc:
             # Every reason this client gives passes here: a server or a connection error may
             # quote the key it was sent or the URL's user-info.
             raise ProviderError(redact(exc.reason, self.secrets()), exc.content_refused) from None
+
+    def _without_echo(self, completion: Completion) -> Completion:
+        """``completion``, unless it repeats the credentials this client sent: whatever a
+        server says, admiss never hands them on (to a client, a judge's reason, a receipt).
+        Refused as the server's fault, so a rung escalates and a gate abstains."""
+        if holds_secret(f"{completion.text}\n{completion.finish_reason or ''}", self.secrets()):
+            raise ProviderError(f"{self._where()}: the reply repeats the credentials it was sent "
+                                "(its key or URL user-info); refused")
+        return completion
 
     def secrets(self) -> tuple[str, ...]:
         """What this client must never show: its key's value and its URL's user-info."""

@@ -17,7 +17,6 @@ import attrs
 from admiss.cascade import CompiledRung
 from admiss.gates.base import Candidate, GateContext
 from admiss.providers import Call, Completion, ProviderError, cost_usd
-from admiss.redact import holds_secret
 
 # Chat-completions request fields passed on to the rung's model as the client sent them.
 PASSTHROUGH = frozenset({
@@ -29,8 +28,6 @@ RUNG, JUDGE, CONSISTENCY = "rung", "judge", "consistency"
 # A receipt flag (and a usage entry's key): the call's reported token counts were past
 # providers.MAX_CALL_TOKENS, so they are null on the receipt and the call is not priced.
 USAGE_OUT_OF_BOUNDS = "usage_out_of_bounds"
-ECHOED_CREDENTIALS = ("the model's reply carries the gateway's own credentials (a provider key or URL "
-                      "user-info); refused as the upstream's fault")
 
 
 class RequestError(ValueError):
@@ -153,11 +150,6 @@ class LiveRungs:
             self.errors[rung.name] = exc.reason
             return None, 0.0, f"not run: the rung's model call failed: {exc.reason}"
         cost, _ = cost_usd(self.ctx.config, rung.model or "", [completion.usage])
-        if holds_secret(f"{completion.text}\n{completion.finish_reason or ''}", self.ctx.secrets):
-            # Whatever an upstream says, admiss never hands its own credentials to a client:
-            # the reply is refused as the upstream's fault and the chain escalates.
-            self.errors[rung.name] = ECHOED_CREDENTIALS
-            return None, cost, f"not run: {ECHOED_CREDENTIALS}"
         self.calls[rung.name] = RungCall(completion, cost, round((time.perf_counter() - started) * 1000, 3))
         candidate = Candidate(output=completion.text, model=rung.model, prompt=transcript(messages), meta=self.meta,
                               evidence=self.evidence, rung=rung.name, messages=tuple(messages), params=params)

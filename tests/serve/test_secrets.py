@@ -73,6 +73,19 @@ def test_a_200_completion_echoing_the_key_is_never_served(gateway, upstream):
     assert upstream_calls(upstream, marker) == ["cheap", "strong"] * 2
 
 
+def test_a_judge_reply_echoing_the_key_is_refused_and_never_quoted(gateway, upstream):
+    # The judge's reply would pass (a score of 0.9), but it quotes the key in its rationale.
+    graded = json.dumps({"failure_hypotheses": ["a wrong total"], "evidence": ["the sum holds"], "rationale": "ECHO",
+                         "score": 0.9})
+    _, text = prompt({"cheap": GOOD, "judge": {"text": graded, "echo_in_text": "authorization"}, "strong": GOOD})
+    reply = gateway.client().chat.completions.create(model="judged", messages=[{"role": "user", "content": text}])
+    receipt = gateway.store().get(reply.model_extra["admiss"]["receipt_id"])
+    assert receipt["chain"]["served"] == "strong"
+    judge = receipt["chain"]["rungs"][0]["gates"][1]
+    assert judge["gate"] == "judge" and "repeats the credentials" in judge["reason"]
+    assert PROVIDER_KEY not in json.dumps(receipt)
+
+
 def test_check_live_reports_no_echoed_credential(tmp_path, upstream):
     (tmp_path / "r.rubric").write_text('CHAIN c {\n  RUNG cheap MODEL "fake/cheap" { GATE non_empty }\n'
                                        '  RUNG strong MODEL "fake/strong" { GATE non_empty }\n}\n')

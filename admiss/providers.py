@@ -226,20 +226,19 @@ class ChatClient:
             headers = self._headers()
             body = jsonio.dumps_line({**(params or {}), "model": model, "messages": list(messages)})
             response = await self._post_with_retries(body, headers)
-            return self._without_echo(_completion(response, self.config.name, self.secrets()))
+            return _completion(response, self.config.name, self.secrets())
         except ProviderError as exc:
             # Every reason this client gives passes here: a server or a connection error may
             # quote the key it was sent or the URL's user-info.
             raise ProviderError(redact(exc.reason, self.secrets()), exc.content_refused) from None
 
-    def _without_echo(self, completion: Completion) -> Completion:
-        """``completion``, unless it repeats the credentials this client sent: whatever a
-        server says, admiss never hands them on (to a client, a judge's reason, a receipt).
-        Refused as the server's fault, so a rung escalates and a gate abstains."""
+    def refuse_echo(self, completion: Completion) -> None:
+        """ProviderError when ``completion`` repeats the credentials this client sent:
+        whatever a server says, admiss never hands them on (to a client, a judge's reason, a
+        receipt). Refused as the server's fault, so a rung escalates and a gate abstains."""
         if holds_secret(f"{completion.text}\n{completion.finish_reason or ''}", self.secrets()):
             raise ProviderError(f"{self._where()}: the reply repeats the credentials it was sent "
                                 "(its key or URL user-info); refused")
-        return completion
 
     def secrets(self) -> tuple[str, ...]:
         """What this client must never show: its key's value and its URL's user-info."""
@@ -326,10 +325,13 @@ class Providers:
                        params: Mapping[str, Any] | None = None) -> Completion:
         """Send ``messages`` to ``"NAME/model"`` through provider NAME."""
         name, model_name = split_model(model)
-        completion = await self._client(name).complete(model_name, messages, params)
+        client = self._client(name)
+        completion = await client.complete(model_name, messages, params)
         calls = _calls.get()
         if calls is not None:
             calls.append(Call(model, completion.usage))
+        # After the call is logged: a refused reply was still billed, and its receipt says so.
+        client.refuse_echo(completion)
         return completion
 
     async def aclose(self) -> None:

@@ -167,7 +167,10 @@ class LiveRungs:
         out = []
         for (rung, model, first, _), last in zip(self._starts, bounds):
             for position, call in enumerate(log[first:last]):
-                purpose = RUNG if position == 0 and rung in self.calls else CONSISTENCY if call.model == model else JUDGE
+                # A rung's own call comes first in its stretch: one that returned (or that
+                # returned and was refused, so it is billed); gates run only after it.
+                ran = rung in self.calls or rung in self.errors
+                purpose = RUNG if position == 0 and ran else CONSISTENCY if call.model == model else JUDGE
                 usable = call.usage is not None and not call.usage.out_of_bounds
                 entry = {
                     "rung": rung,

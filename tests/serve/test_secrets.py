@@ -69,6 +69,8 @@ def test_a_200_completion_echoing_the_key_is_never_served(gateway, upstream):
         assert receipt["chain"]["served"] == "strong"
         [error] = receipt["model_errors"]
         assert error["rung"] == "cheap" and "credentials" in error["error"]
+        # The refused reply was billed: its call is on the receipt, as the rung's.
+        assert [(u["rung"], u["purpose"]) for u in receipt["usage"]] == [("cheap", "rung"), ("strong", "rung")]
         assert PROVIDER_KEY not in json.dumps(receipt)
     assert upstream_calls(upstream, marker) == ["cheap", "strong"] * 2
 

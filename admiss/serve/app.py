@@ -239,8 +239,8 @@ class Gateway:
             # plain error instead of uvicorn's 500 and a traceback in the log.
             self.metrics.rejected.labels("gateway_stopping").inc()
             response = _error(503, f"the gateway is stopping and this request ran past its grace period "
-                              f"([serve] grace_s = {self.grace_s:g}s): nothing is served and no receipt was "
-                              "stored; send it again", "admiss_error", "gateway_stopping")
+                              f"([serve] grace_s = {self.grace_s:g}s): nothing is served", "admiss_error",
+                              "gateway_stopping")
         try:
             await response(scope, receive, send)
         except asyncio.CancelledError:

@@ -32,6 +32,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from admiss import jsonio
 from admiss.config import DEFAULT_HEADER_TIMEOUT_S, DEFAULT_MAX_CONNECTIONS, ServeSettings
 from admiss.errors import Diagnostic, InputError
+from admiss.redact import redacted_tree
 from admiss.serve.calls import RequestError
 from admiss.serve.metrics import GatewayMetrics
 from admiss.serve.router import Router, Served
@@ -210,6 +211,7 @@ class Gateway:
         self.grace_s = settings.grace_s
         self.body_timeout_s = settings.body_timeout_s
         self.metrics = GatewayMetrics(routers)
+        self.secrets = tuple({s for router in routers.values() for s in router.ctx.secrets})
 
     def authorized(self, authorization: str | None) -> bool:
         """Whether an Authorization header's value carries one of the keys."""
@@ -323,7 +325,8 @@ class Gateway:
             return _error(503, f"the receipt store cannot be read: {exc}", "admiss_error", "receipt_store_unavailable")
         if receipt is None:
             return _error(404, "no such receipt", "invalid_request_error", "receipt_not_found")
-        return _JSON(receipt)
+        # Stored redacted; masked again for a store another gateway (other keys) wrote too.
+        return _JSON(redacted_tree(receipt, self.secrets))
 
     async def metrics_page(self, request: Request) -> Response:
         data, content_type = self.metrics.exposition()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import sqlite3
 import subprocess
 import sys
 
@@ -120,3 +121,19 @@ def test_config_errors_never_quote_an_api_key(tmp_path, table):
     assert ran.returncode == 2 and "admiss.toml:" in ran.stderr, ran.stderr
     assert "Traceback" not in ran.stderr
     assert "client-secret" not in ran.stderr, ran.stderr
+
+
+def test_a_receipt_read_masks_a_key_stored_unmasked(secret_gateway):
+    # As a store shared with an older gateway could hold it (a gateway of its own: a row
+    # written behind the gateway's back would put its counters and its store apart).
+    gateway = secret_gateway
+    row = {"id": "rcpt_old_gateway", "created_at": "2026-11-30T00:00:00.000Z",
+           "chain": {"name": "json", "served": None, "model_cost_usd": 0.0, "gate_cost_usd": 0.0},
+           "model_errors": [{"rung": "cheap", "error": f"HTTP 401: bad key Bearer {PROVIDER_KEY}"}]}
+    db = sqlite3.connect(gateway.store_path)
+    with db:
+        db.execute("INSERT INTO receipts VALUES (?, ?, 'json', NULL, 'exhausted', 0, 0, ?)",
+                   (row["id"], row["created_at"], json.dumps(row)))
+    db.close()
+    read = httpx.get(f"{gateway.url}/v1/receipts/{row['id']}", headers={"authorization": f"Bearer {KEY}"})
+    assert read.json()["model_errors"][0]["error"] == "HTTP 401: bad key Bearer ***"

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import json
-import math
 import os
-import re
+import sys
 from pathlib import Path
 from typing import Any, Iterator
 
 from admiss import limits
 from admiss.compiler import Row, rows_of
 from admiss.errors import BundleError, Diagnostic, did_you_mean
-from admiss.jsonio import DecodeError as FastDecodeError, dumps_line, loads as fast_loads
+from admiss.jsonio import (DecodeError as FastDecodeError, LongInteger, as_text, bounded_int,
+                           first_repeated_key, line_column, loads as fast_loads, member_path)
 from admiss.source import Source, Span
 
 _EVIDENCE_FIELDS = ("kind", "detail", "source_label")
@@ -26,16 +26,6 @@ def type_word(value: Any) -> str:
     return TYPE_WORDS.get(type(value), type(value).__name__)
 
 
-class _LongInteger(Exception):
-    """A JSON integer with more digits than limits.MAX_INTEGER_DIGITS; carries its text."""
-
-
-def _bounded_int(digits: str) -> int:
-    if len(digits.lstrip("-")) > limits.MAX_INTEGER_DIGITS:
-        raise _LongInteger(digits)
-    return int(digits)
-
-
 def parse_bundle_text(text: str | bytes, name: str, line_offset: int = 0) -> Any:
     """The JSON value in ``text``, or BundleError B001 at the line and column that broke
     (B003 at a number too long to read, B008 at a key repeated in one object)."""
@@ -43,8 +33,7 @@ def parse_bundle_text(text: str | bytes, name: str, line_offset: int = 0) -> Any
         raise BundleError([Diagnostic("B004", f"the bundle is {len(text):,} bytes; the limit is "
                                       f"{limits.MAX_BUNDLE_BYTES:,}", file=name, hint=_LIMITS_HINT)])
     value = _decoded(text, name, line_offset)
-    if _may_repeat_keys(text, value):
-        _refuse_repeated_keys(text, name, line_offset)
+    _refuse_repeated_keys(text, value, name, line_offset)
     if len(text) > limits.MAX_STRING_CHARS:  # only then can one string be too long
         _refuse_long_strings(value, name)
     return value
@@ -62,7 +51,7 @@ def _refuse_long_strings(value: Any, name: str) -> None:
             for key, member in item.items():
                 if len(key) > limits.MAX_STRING_CHARS:
                     _too_long(f"{path or '$'} (a key)", len(key), name)
-                stack.append((_member_path(path, key), member))
+                stack.append((member_path(path, key), member))
         elif isinstance(item, list):
             stack.extend((f"{path or '$'}[{i}]", member) for i, member in enumerate(item))
         elif isinstance(item, str) and len(item) > limits.MAX_STRING_CHARS:
@@ -100,13 +89,13 @@ def _decoded(text: str | bytes, name: str, line_offset: int) -> Any:
         # the json module decides, and words the error.
         pass
     try:
-        return json.loads(text, parse_int=_bounded_int)
+        return json.loads(text, parse_int=bounded_int)
     except json.JSONDecodeError as exc:
         raise _located(name, text, line_offset, exc.lineno, exc.colno, "B001", f"invalid JSON: {exc.msg}",
                        "a bundle is one JSON object (a .jsonl file: one per line)") from None
-    except _LongInteger as exc:
+    except LongInteger as exc:
         digits = str(exc.args[0])
-        line, column = _line_column(_shown_text(text), _shown_text(text).find(digits))
+        line, column = line_column(as_text(text), as_text(text).find(digits))
         raise _located(name, text, line_offset, line, column, "B003",
                        f"a number with {len(digits.lstrip('-'))} digits; the limit is {limits.MAX_INTEGER_DIGITS}",
                        "write a number this long as a string") from None
@@ -116,109 +105,26 @@ def _decoded(text: str | bytes, name: str, line_offset: int) -> Any:
         raise BundleError([Diagnostic("B001", "invalid JSON: not UTF-8 text", file=name)]) from None
 
 
-# Repeated keys. A JSON decoder keeps the last of a repeated key without a word, so a bundle
-# could show a reviewer one "evidence" and hand admiss another. Finding them needs a walk
-# in Python, so it runs only when a count done in C says a key may have been dropped:
-#
-#   colons in the text + ":" escapes (\u003a) in it  =  keys + colons in every string written
-#   colons in the decoded value written back compactly  =  keys kept + colons in strings kept
-#
-# Every key has exactly one colon outside strings, and a colon in a string is written as
-# itself or as an escape, so the first count minus the second is the number of keys dropped
-# plus the colons in the strings dropped with them (plus other \\u003 escapes): never
-# negative, and zero only when nothing was dropped. So equal counts prove there is no
-# repeated key, and any difference runs the exact walk below.
-
-
-def _may_repeat_keys(text: str | bytes, value: Any) -> bool:
-    if not isinstance(value, (dict, list)):
-        return False
-    # \u003 starts both spellings of the colon escape (\u003a, \u003A) and a few other
-    # escapes: counting those too only ever errs towards the exact walk.
-    colon, escape = (":", "\\u003") if isinstance(text, str) else (b":", b"\\u003")
-    written = text.count(colon) + text.count(escape)
-    # What orjson refuses (a lone surrogate) jsonio writes with escapes, which add no colon.
-    return written != dumps_line(value).count(b":")
-
-
-def _member_path(path: str, key: str) -> str:
-    if key.isidentifier():
-        return f"{path}.{key}" if path else key
-    return f"{path or '$'}[{json.dumps(key)}]"
-
-
-def _refuse_repeated_keys(text: str | bytes, name: str, line_offset: int) -> None:
+def _refuse_repeated_keys(text: str | bytes, value: Any, name: str, line_offset: int) -> None:
     """BundleError B008 at the first key repeated within one object of ``text``, if any."""
-    shown = _shown_text(text)
     try:
-        found = _RepeatedKeys(shown).first(0, "")
+        found = first_repeated_key(text, value)
     except RecursionError:
         # Too deep to walk, so a repeat can be neither ruled out nor located: refused unproven.
         raise BundleError([Diagnostic("B008", "a key may be repeated in an object nested too deeply to check",
                                       file=name, hint="nest objects less deeply")]) from None
     if found is not None:
         path, offset = found
-        line, column = _line_column(shown, offset)
+        line, column = line_column(as_text(text), offset)
         raise _located(name, text, line_offset, line, column, "B008", f"{path}: key given twice in one object",
                        "a decoder would silently keep the last one; keep one")
-
-
-class _RepeatedKeys:
-    """A walk over JSON text already known to be valid, tracking each object's keys."""
-
-    _BLANKS = re.compile(r"[ \t\n\r]*")
-
-    def __init__(self, text: str):
-        self.text = text
-        self.scalar_end = json.JSONDecoder(parse_int=_bounded_int).scan_once
-
-    def skip(self, pos: int) -> int:
-        return self._BLANKS.match(self.text, pos).end()
-
-    def first(self, pos: int, path: str) -> tuple[str, int] | None:
-        """(JSON path, offset) of the first repeated key in the value at ``pos``; sets self.end."""
-        pos = self.skip(pos)
-        opener = self.text[pos]
-        if opener not in "{[":
-            self.end = self.scalar_end(self.text, pos)[1]
-            return None
-        closer, seen, index = ("}" if opener == "{" else "]"), set(), 0
-        pos = self.skip(pos + 1)
-        while self.text[pos] != closer:
-            if opener == "{":
-                key, after = json.decoder.scanstring(self.text, pos + 1)
-                where = _member_path(path, key)
-                if key in seen:
-                    return where, pos
-                seen.add(key)
-                pos = self.skip(after) + 1  # past the colon
-            else:
-                where, index = f"{path or '$'}[{index}]", index + 1
-            found = self.first(pos, where)
-            if found is not None:
-                return found
-            pos = self.skip(self.end)
-            if self.text[pos] == ",":
-                pos = self.skip(pos + 1)
-        self.end = pos + 1
-        return None
-
-
-def _shown_text(text: str | bytes) -> str:
-    return text if isinstance(text, str) else text.decode("utf-8", "replace")
-
-
-def _line_column(text: str, offset: int) -> tuple[int, int]:
-    """1-based line and column of ``offset`` in ``text``."""
-    line = text.count("\n", 0, offset) + 1
-    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
 
 
 def _located(name: str, text: str | bytes, line_offset: int, line: int, column: int, code: str, message: str,
              hint: str) -> BundleError:
     """A BundleError at ``line``:``column`` of ``text`` (a line of a file when ``line_offset``)."""
     line += line_offset
-    source = Source(name, "\n" * line_offset + _shown_text(text))
+    source = Source(name, "\n" * line_offset + as_text(text))
     return BundleError([Diagnostic(code, message, Span.point(line, column), file=name, hint=hint)], source)
 
 
@@ -233,8 +139,17 @@ def _shape_problems(bundle: Any) -> Iterator[tuple[str, str, str | None]]:
     if "meta" in bundle and not isinstance(bundle["meta"], dict):
         yield "meta", f"must be an object, not {type_word(bundle['meta'])}", None
     yield from _string_list_problems(bundle, "samples", "samples")
+    yield from _cost_problems(bundle, "cost_usd")
     yield from _evidence_problems(bundle.get("evidence", []), "evidence")
     yield from _candidates_problems(bundle.get("candidates", []))
+
+
+def _cost_problems(holder: dict, path: str) -> Iterator[tuple[str, str, str | None]]:
+    cost = holder.get("cost_usd", 0)
+    # An integer is compared with the largest double before any conversion: one beyond it
+    # (a JSON number may have 4,300 digits) makes float() and math.isfinite() raise.
+    if isinstance(cost, bool) or not isinstance(cost, (int, float)) or not 0 <= cost <= sys.float_info.max:
+        yield path, "must be a number >= 0 (a double's range)", None
 
 
 def _string_list_problems(holder: dict, key: str, path: str) -> Iterator[tuple[str, str, str | None]]:
@@ -284,9 +199,7 @@ def _candidates_problems(candidates: Any) -> Iterator[tuple[str, str, str | None
                 yield f"{where}.{key}", f"must be a string, not {type_word(cand[key])}", None
         if "output" in cand and not isinstance(cand["output"], (str, type(None))):
             yield f"{where}.output", f"must be a string, not {type_word(cand['output'])}", None
-        cost = cand.get("cost_usd", 0)
-        if isinstance(cost, bool) or not isinstance(cost, (int, float)) or not math.isfinite(cost) or cost < 0:
-            yield f"{where}.cost_usd", "must be a number >= 0", None
+        yield from _cost_problems(cand, f"{where}.cost_usd")
         yield from _string_list_problems(cand, "samples", f"{where}.samples")
         yield from _evidence_problems(cand.get("evidence", []), f"{where}.evidence")
 
@@ -314,7 +227,7 @@ def validate_bundle(bundle: Any, name: str, properties: frozenset[str] | None = 
 # full validator.
 _PLAIN_FIELD_TYPES = {"rubric": (str,), "prompt": (str,), "model": (str,), "output": (str, type(None)),
                       "meta": (dict,), "evidence": (list,)}
-_FULL_CHECK_FIELDS = frozenset(("candidates", "samples"))
+_FULL_CHECK_FIELDS = frozenset(("candidates", "samples", "cost_usd"))
 
 
 def evidence_rows(bundle: Any, name: str, properties: frozenset[str]) -> tuple[list[Row], bool]:

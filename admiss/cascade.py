@@ -23,7 +23,9 @@ import attrs
 
 from admiss import ir
 from admiss.config import ModelCall
-from admiss.gates.base import ABSTAIN, FAIL, GATE_FAULT, PASS, Candidate, GateCheck, GateContext, GateResult
+from admiss.errors import UntrustedInput
+from admiss.gates.base import (ABSTAIN, CANDIDATE_FAULT, FAIL, GATE_FAULT, PASS, Candidate, GateCheck, GateContext,
+                               GateResult)
 from admiss.source import Span
 
 SKIPPED = "skipped"
@@ -285,7 +287,14 @@ def build_gate(gate: ir.Gate, ctx: GateContext) -> GateCheck:
 
 
 def _raised(exc: Exception) -> GateResult:
-    # A broken gate is an abstain, never an aborted bundle; the bug is the gate's.
+    """A raising gate's abstain: one broken gate never aborts the bundle.
+
+    The one place that says whose fault an exception is: UntrustedInput (what a gate raises
+    from reading untrusted data, admiss.gates.base.untrusted) is the candidate's; anything
+    else is a bug in the gate, and counts against its error budget.
+    """
+    if isinstance(exc, UntrustedInput):
+        return GateResult(ABSTAIN, reason=f"cannot read the candidate's data: {exc}", fault=CANDIDATE_FAULT)
     return GateResult(ABSTAIN, reason=f"gate raised {type(exc).__name__}: {exc}", fault=GATE_FAULT)
 
 

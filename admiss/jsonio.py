@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 import orjson
+
+from admiss import limits
+from admiss.errors import UntrustedInput
 
 DecodeError = orjson.JSONDecodeError
 loads = orjson.loads
@@ -68,3 +72,192 @@ def _finite(value: Any) -> Any:
     if type(value) is list or type(value) is tuple:
         return [_finite(item) for item in value]
     return value
+
+
+# ---------------------------------------------------------------- untrusted JSON
+
+
+class LongInteger(ValueError):
+    """A JSON integer with more digits than limits.MAX_INTEGER_DIGITS; carries its text."""
+
+
+def bounded_int(digits: str) -> int:
+    """``digits`` as an int; LongInteger past Python's own int-conversion limit, on every version."""
+    if len(digits.lstrip("-")) > limits.MAX_INTEGER_DIGITS:
+        raise LongInteger(digits)
+    return int(digits)
+
+
+class UnreadableJSON(UntrustedInput):
+    """Untrusted JSON text admiss refuses to read; the message is a reason fit for a report.
+
+    ``well_formed`` is False when the text is not JSON at all, True when it is JSON by the
+    grammar but breaks a rule admiss keeps for every reader downstream: an integer longer
+    than limits.MAX_INTEGER_DIGITS, a number beyond a double's range, nesting too deep to
+    read, a key repeated in one object.
+    """
+
+    def __init__(self, reason: str, well_formed: bool):
+        super().__init__(reason)
+        self.well_formed = well_formed
+
+
+class _NotFinite(ValueError):
+    pass
+
+
+class _Constant(ValueError):
+    pass
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotFinite(text)
+    return value
+
+
+def _constant(name: str) -> Any:
+    raise _Constant(name)
+
+
+def _lenient_int(digits: str) -> int | float:
+    return float(digits) if len(digits.lstrip("-")) > limits.MAX_INTEGER_DIGITS else int(digits)
+
+
+def loads_untrusted(text: str, lenient_numbers: bool = False) -> Any:
+    """The JSON value of ``text``, every number exact, or UnreadableJSON saying why not.
+
+    The standard library reads it, not orjson: orjson reads an integer beyond 64 bits as a
+    float, losing the digits a schema's ``maximum`` or ``const`` compares. Whatever the text
+    makes the reader raise becomes UnreadableJSON, so no text can raise anything else here.
+    A key repeated in one object is refused, not read as its last value (which a reviewer,
+    or another reader, may not see): the reading that lets it pass may not be the one meant.
+    With ``lenient_numbers`` an integer too long to read exactly, or a number beyond a
+    double, is read as a float (maybe infinite) instead, for text whose numbers matter only
+    when they are in a small range (a gate program's score) and are otherwise ignored.
+    """
+    integers, floats = (_lenient_int, float) if lenient_numbers else (bounded_int, _finite_float)
+    try:
+        value = json.loads(text, parse_int=integers, parse_float=floats, parse_constant=_constant)
+    except json.JSONDecodeError as exc:
+        raise UnreadableJSON(f"{exc.msg} at line {exc.lineno} column {exc.colno}", well_formed=False) from None
+    except _Constant as exc:
+        raise UnreadableJSON(f"{exc} is not a JSON value", well_formed=False) from None
+    except LongInteger as exc:
+        digits = len(str(exc).lstrip("-"))
+        raise UnreadableJSON(f"an integer of {digits:,} digits; the limit is {limits.MAX_INTEGER_DIGITS:,}",
+                             well_formed=True) from None
+    except _NotFinite as exc:
+        raise UnreadableJSON(f"the number {_clipped(str(exc))} is beyond a double's range", well_formed=True) from None
+    except RecursionError:
+        raise UnreadableJSON("nested too deeply to read", well_formed=True) from None
+    try:
+        found = first_repeated_key(text, value)
+    except RecursionError:
+        raise UnreadableJSON("nested too deeply to check for a repeated key", well_formed=True) from None
+    if found is not None:
+        path, offset = found
+        line, column = line_column(text, offset)
+        raise UnreadableJSON(f"{path}: key given twice in one object at line {line} column {column} "
+                             "(a reader would keep one of them without a word)", well_formed=True)
+    return value
+
+
+def _clipped(text: str) -> str:
+    return text if len(text) <= 40 else f"{text[:20]}...{text[-10:]} ({len(text):,} characters)"
+
+
+# Repeated keys. A JSON decoder keeps the last of a repeated key without a word, so a text
+# could show a reviewer one value and hand admiss another. Finding them needs a walk in
+# Python, so it runs only when a count done in C says a key may have been dropped:
+#
+#   colons in the text + ":" escapes (\u003a) in it  =  keys + colons in every string written
+#   colons in the decoded value written back compactly  =  keys kept + colons in strings kept
+#
+# Every key has exactly one colon outside strings, and a colon in a string is written as
+# itself or as an escape, so the first count minus the second is the number of keys dropped
+# plus the colons in the strings dropped with them (plus other \\u003 escapes): never
+# negative, and zero only when nothing was dropped. So equal counts prove there is no
+# repeated key, and any difference runs the exact walk below.
+
+
+def first_repeated_key(text: str | bytes, value: Any) -> tuple[str, int] | None:
+    """(JSON path, offset in the text as str) of the first key repeated within one object of
+    ``text``, which decoded to ``value``; None when no key is. RecursionError when the text is
+    nested too deeply to walk (a repeat can then be neither ruled out nor located)."""
+    if not _may_repeat_keys(text, value):
+        return None
+    return _RepeatedKeys(as_text(text)).first(0, "")
+
+
+def _may_repeat_keys(text: str | bytes, value: Any) -> bool:
+    if not isinstance(value, (dict, list)):
+        return False
+    # \u003 starts both spellings of the colon escape (\u003a, \u003A) and a few other
+    # escapes: counting those too only ever errs towards the exact walk.
+    colon, escape = (":", "\\u003") if isinstance(text, str) else (b":", b"\\u003")
+    written = text.count(colon) + text.count(escape)
+    if not written:
+        return False  # no key at all (writing deep arrays back could exhaust the stack)
+    # What orjson refuses (a lone surrogate) jsonio writes with escapes, which add no colon.
+    return written != dumps_line(value).count(b":")
+
+
+def member_path(path: str, key: str) -> str:
+    """The JSON path of member ``key`` of the object at ``path`` ("" is the root)."""
+    if key.isidentifier():
+        return f"{path}.{key}" if path else key
+    return f"{path or '$'}[{json.dumps(key)}]"
+
+
+class _RepeatedKeys:
+    """A walk over JSON text already known to be valid, tracking each object's keys."""
+
+    _BLANKS = re.compile(r"[ \t\n\r]*")
+
+    def __init__(self, text: str):
+        self.text = text
+        self.scalar_end = json.JSONDecoder(parse_int=_lenient_int, parse_float=float).scan_once
+
+    def skip(self, pos: int) -> int:
+        return self._BLANKS.match(self.text, pos).end()
+
+    def first(self, pos: int, path: str) -> tuple[str, int] | None:
+        """(JSON path, offset) of the first repeated key in the value at ``pos``; sets self.end."""
+        pos = self.skip(pos)
+        opener = self.text[pos]
+        if opener not in "{[":
+            self.end = self.scalar_end(self.text, pos)[1]
+            return None
+        closer, seen, index = ("}" if opener == "{" else "]"), set(), 0
+        pos = self.skip(pos + 1)
+        while self.text[pos] != closer:
+            if opener == "{":
+                key, after = json.decoder.scanstring(self.text, pos + 1)
+                where = member_path(path, key)
+                if key in seen:
+                    return where, pos
+                seen.add(key)
+                pos = self.skip(after) + 1  # past the colon
+            else:
+                where, index = f"{path or '$'}[{index}]", index + 1
+            found = self.first(pos, where)
+            if found is not None:
+                return found
+            pos = self.skip(self.end)
+            if self.text[pos] == ",":
+                pos = self.skip(pos + 1)
+        self.end = pos + 1
+        return None
+
+
+def as_text(text: str | bytes) -> str:
+    """``text`` as str (bytes decoded as UTF-8, anything undecodable replaced)."""
+    return text if isinstance(text, str) else text.decode("utf-8", "replace")
+
+
+def line_column(text: str, offset: int) -> tuple[int, int]:
+    """1-based line and column of ``offset`` in ``text``."""
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1

@@ -8,14 +8,16 @@ concurrently and cancel the rest at the first fail.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Iterator
 
 import attrs
 
 from admiss.config import Config
+from admiss.errors import UntrustedInput
 from admiss.redact import key_values, redact, url_secrets
 from admiss.providers import ProviderError, Providers
 
@@ -78,6 +80,34 @@ def unsendable(candidate: Candidate) -> GateResult | None:
         reason = "the candidate's output, prompt or meta is not valid Unicode (it holds a lone surrogate)"
         return GateResult(ABSTAIN, reason=reason, fault=CANDIDATE_FAULT)
     return None
+
+
+@contextlib.contextmanager
+def untrusted(what: str, gate_side: tuple[type[Exception], ...] = ()) -> Iterator[None]:
+    """Whatever the block raises is the untrusted data's doing: UntrustedInput naming ``what``.
+
+    A gate wraps each step that reads or compares text from outside admiss (the candidate's
+    output, its samples, a model's reply about it, a gate program's stdout) in this block,
+    so an exception that text provokes (a number Python cannot convert, nesting deeper than
+    the stack, a comparison that overflows) is the candidate's fault when admiss.cascade
+    classifies it, never the gate's. ``gate_side`` are exceptions that name the gate's own
+    defect (a schema's broken $ref): they pass through as they are.
+    """
+    try:
+        yield
+    except (UntrustedInput, *gate_side):
+        raise
+    except Exception as exc:
+        message = str(exc)
+        message = message if len(message) <= 200 else message[:200] + "..."
+        raise UntrustedInput(f"{what}: {type(exc).__name__}: {message}") from exc
+
+
+def shown_value(value: Any) -> str:
+    """A value from untrusted JSON as a reason quotes it: its repr, cut short (an integer may
+    have 4,300 digits)."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}... ({len(text):,} characters)"
 
 
 def provider_fault(exc: ProviderError) -> str:

@@ -9,14 +9,18 @@ a reply that must be exactly one JSON object with the asked keys in the asked or
 
 from __future__ import annotations
 
-import json
 import re
 import secrets
 from typing import Any, Callable, Sequence
 
+from admiss.errors import UntrustedInput
+from admiss.jsonio import UnreadableJSON, loads_untrusted
 
-class BadReply(ValueError):
-    """The model's reply is not the JSON object asked for; the message says why."""
+
+class BadReply(UntrustedInput):
+    """The model's reply is not the JSON object asked for; the message says why. The reply is
+    about a candidate whose text may have talked the model out of the format, so it is the
+    candidate's fault."""
 
 
 def fresh_nonce(texts: Sequence[str], draw: Callable[[], str] = lambda: secrets.token_hex(12)) -> str:
@@ -39,27 +43,21 @@ _MARKDOWN_FENCE = re.compile(r"\A```(?:json)?[ \t]*\n(.*)\n```\Z", re.DOTALL | r
 def reply_object(reply: str, keys: tuple[str, ...]) -> dict[str, Any]:
     """The JSON object in a reply, with exactly ``keys`` in that order; BadReply otherwise.
 
-    Surrounding whitespace and one Markdown ```json fence are tolerated, as many models add them.
+    Surrounding whitespace and one Markdown ```json fence are tolerated, as many models add
+    them. The reply is read as untrusted JSON (admiss.jsonio.loads_untrusted): a repeated
+    key, an integer too long to convert or nesting too deep is a rejected reply, never an
+    exception out of the gate.
     """
     text = reply.strip()
     inside = _MARKDOWN_FENCE.match(text)
     try:
-        data = json.loads(inside[1] if inside else text, object_pairs_hook=_unique_keys)
-    except json.JSONDecodeError as exc:
-        raise BadReply(f"reply is not one JSON object ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
-    except RecursionError:
-        raise BadReply("reply is JSON nested too deeply to read") from None
+        data = loads_untrusted(inside[1] if inside else text)
+    except UnreadableJSON as exc:
+        raise BadReply(f"reply is not one JSON object admiss reads ({exc})") from None
     if not isinstance(data, dict):
         raise BadReply(f"reply is JSON but not an object: {type(data).__name__}")
     _check_keys(list(data), keys)
     return data
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    keys = [key for key, _ in pairs]
-    if len(set(keys)) != len(keys):
-        raise BadReply(f"reply repeats a key: {sorted({k for k in keys if keys.count(k) > 1})}")
-    return dict(pairs)
 
 
 def _check_keys(keys: list[str], wanted: tuple[str, ...]) -> None:

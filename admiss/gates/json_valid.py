@@ -1,33 +1,34 @@
-"""``json_valid``: fails when the output does not parse as JSON."""
+"""``json_valid``: fails when the output does not parse as JSON, or is JSON no reader should trust.
+
+The output is read by admiss.jsonio.loads_untrusted: besides text that is not JSON (and
+NaN or Infinity, which JSON does not have), it refuses an integer longer than Python's
+int-conversion limit, a number beyond a double's range, nesting too deep to read and a key
+repeated in one object. Each fails the gate with the reason, as the candidate's doing: no
+output can make this gate raise, so none counts against its error budget.
+"""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from admiss import ir
 from admiss.gates.base import FAIL, PASS, Candidate, GateCheck, GateContext, GateResult
+from admiss.jsonio import UnreadableJSON, loads_untrusted
 
 
 class NotJSON(ValueError):
-    """The output is missing or is not JSON; the message is a reason fit for a report."""
+    """The output is missing or is not JSON admiss accepts; the message is a reason fit for a report."""
 
 
 def parse_output(output: str | None) -> Any:
-    """The output as a JSON value; raises NotJSON saying where parsing stopped."""
+    """The output as a JSON value; raises NotJSON saying what is wrong with it."""
     if output is None:
         raise NotJSON("no output")
     try:
-        return json.loads(output, parse_constant=_no_constants)
-    except json.JSONDecodeError as exc:
-        raise NotJSON(f"output is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    except RecursionError:
-        raise NotJSON("output is not JSON admiss can read: nested too deeply") from None
-
-
-def _no_constants(name: str) -> Any:
-    # Python's json reads NaN and Infinity; JSON (RFC 8259) has no such values.
-    raise NotJSON(f"output is not JSON: {name} is not a JSON value")
+        return loads_untrusted(output)
+    except UnreadableJSON as exc:
+        what = "output is JSON admiss refuses" if exc.well_formed else "output is not JSON"
+        raise NotJSON(f"{what}: {exc}") from None
 
 
 def check(candidate: Candidate) -> GateResult:

@@ -24,15 +24,14 @@ the model is unpriced.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import attrs
 
 from admiss import ir
-from admiss.errors import Diagnostic, InputError
+from admiss.errors import Diagnostic, InputError, UntrustedInput
 from admiss.gates.base import (ABSTAIN, CANDIDATE_FAULT, FAIL, PASS, Candidate, GateCheck, GateContext, GateResult,
-                                provider_fault, unsendable)
+                                provider_fault, shown_value, unsendable, untrusted)
 from admiss.gates.fencing import BadReply, fenced, fresh_nonce, reply_object
 from admiss.providers import Completion, ProviderError, cost_usd
 
@@ -100,13 +99,14 @@ def judge_messages(rubric: str, output: str, prompt: str | None, nonce: str) -> 
 
 def parse_grade(reply: str) -> Grade:
     """The grade in a judge's reply; raises BadReply naming the first thing wrong with it."""
-    data = reply_object(reply, REPLY_KEYS)
-    return Grade(
-        failure_hypotheses=_hypotheses(data["failure_hypotheses"]),
-        evidence=_evidence(data["evidence"]),
-        rationale=_rationale(data["rationale"]),
-        score=_score(data["score"]),
-    )
+    with untrusted("reading the judge's reply"):
+        data = reply_object(reply, REPLY_KEYS)
+        return Grade(
+            failure_hypotheses=_hypotheses(data["failure_hypotheses"]),
+            evidence=_evidence(data["evidence"]),
+            rationale=_rationale(data["rationale"]),
+            score=_score(data["score"]),
+        )
 
 
 def _hypotheses(value: Any) -> tuple[str, ...]:
@@ -130,8 +130,9 @@ def _rationale(value: Any) -> str:
 
 
 def _score(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not 0 <= value <= 1:
-        raise BadReply(f"score must be a number in [0, 1], not {value!r}")
+    # The range is compared first: an integer too large for a float makes isfinite() raise.
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise BadReply(f"score must be a number in [0, 1], not {shown_value(value)}")
     return float(value)
 
 
@@ -170,7 +171,7 @@ class _Judge:
         details: dict[str, Any] = {"judge_model": self.model, "cost_note": cost_note}
         try:
             grade = parse_grade(completion.text)
-        except BadReply as exc:
+        except UntrustedInput as exc:
             details["reply"] = completion.text
             return GateResult(ABSTAIN, reason=f"judge reply rejected: {exc}", fault=CANDIDATE_FAULT, cost_usd=cost,
                               details=details)

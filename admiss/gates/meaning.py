@@ -20,7 +20,8 @@ from typing import Any, Awaitable, Callable, Sequence
 
 import attrs
 
-from admiss.gates.base import CANDIDATE_FAULT, GateContext, provider_fault
+from admiss.errors import UntrustedInput
+from admiss.gates.base import CANDIDATE_FAULT, GateContext, provider_fault, shown_value, untrusted
 from admiss.gates.fencing import BadReply, fenced, fresh_nonce, reply_object
 from admiss.providers import ProviderError, cost_usd
 
@@ -61,12 +62,13 @@ def entailment_messages(prompt: str | None, premise: str, hypothesis: str, nonce
 
 def parse_entailment(reply: str) -> bool:
     """Whether the reply says A entails B; raises BadReply naming what is wrong with it."""
-    data = reply_object(reply, REPLY_KEYS)
-    if not isinstance(data["rationale"], str):
-        raise BadReply("rationale must be a string")
-    if not isinstance(data["entails"], bool):
-        raise BadReply(f"entails must be true or false, not {data['entails']!r}")
-    return data["entails"]
+    with untrusted("reading the meaning model's reply"):
+        data = reply_object(reply, REPLY_KEYS)
+        if not isinstance(data["rationale"], str):
+            raise BadReply("rationale must be a string")
+        if not isinstance(data["entails"], bool):
+            raise BadReply(f"entails must be true or false, not {shown_value(data['entails'])}")
+        return data["entails"]
 
 
 # ---------------------------------------------------------------- clustering
@@ -175,7 +177,7 @@ class Asker:
             self.cost_notes.add(note)
         try:
             verdict = parse_entailment(completion.text)
-        except BadReply as exc:
+        except UntrustedInput as exc:
             # A reply that breaks the format is what crafted answer text provokes, so it
             # counts against the candidate (an abstain), not against the gate's budget.
             return self._failed(Call(premise, hypothesis, None, cost, f"reply rejected: {exc}"), CANDIDATE_FAULT)

@@ -21,6 +21,8 @@ from typing import Any, Callable, Iterable, Iterator
 import regex
 from jsonschema.exceptions import ValidationError
 
+from admiss.errors import UntrustedInput
+
 # All the pattern matching of one candidate's check, in seconds. The engine checks its clock
 # coarsely: on a busy machine a timed-out match was seen to return after about 2.5x this.
 PATTERN_BUDGET_S = 0.5
@@ -28,8 +30,9 @@ PATTERN_BUDGET_S = 0.5
 _deadline: contextvars.ContextVar[float] = contextvars.ContextVar("pattern_deadline", default=float("inf"))
 
 
-class PatternTimeout(Exception):
-    """Matching a schema pattern against the candidate's text ran past PATTERN_BUDGET_S."""
+class PatternTimeout(UntrustedInput):
+    """Matching a schema pattern against the candidate's text ran past PATTERN_BUDGET_S
+    (the candidate chose the text, so it is the candidate's fault)."""
 
     def __init__(self, pattern: str):
         super().__init__(pattern)

@@ -35,8 +35,9 @@ from jsonschema_specifications import REGISTRY as METASCHEMAS
 from referencing import Registry, Resource
 
 from admiss import ir
-from admiss.errors import Diagnostic, InputError
-from admiss.gates.base import ABSTAIN, CANDIDATE_FAULT, FAIL, GATE_FAULT, PASS, Candidate, GateCheck, GateContext, GateResult
+from admiss.errors import Diagnostic, InputError, UntrustedInput
+from admiss.gates.base import (ABSTAIN, CANDIDATE_FAULT, FAIL, GATE_FAULT, PASS, Candidate, GateCheck, GateContext,
+                               GateResult, untrusted)
 from admiss.gates.json_valid import NotJSON, parse_output
 from admiss.gates.patterns import PatternTimeout, bounded_keywords, compile_problem, pattern_budget
 from admiss.source import Source, Span
@@ -55,21 +56,24 @@ def check(validator: Validator, candidate: Candidate) -> GateResult:
     except NotJSON as exc:
         return GateResult(FAIL, reason=str(exc))
     try:
-        with pattern_budget():
+        with pattern_budget(), untrusted("validating the output", gate_side=(referencing.exceptions.Unresolvable,)):
             errors = list(validator.iter_errors(instance))
+            if not errors:
+                return GateResult(PASS)
+            error = best_match(errors)
+            more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+            return GateResult(FAIL, reason=f"{error.json_path}: {error.message}{more}")
     except PatternTimeout as exc:
         reason = f"matching the schema's pattern {exc.pattern!r} against the output ran past its time bound"
         return GateResult(ABSTAIN, reason=reason, fault=CANDIDATE_FAULT)
     except referencing.exceptions.Unresolvable as exc:
         return GateResult(ABSTAIN, reason=f"the schema has a $ref that cannot be resolved: {exc}", fault=GATE_FAULT)
-    except RecursionError:
-        # The output parsed, but is nested too deeply for the validator to walk.
-        return GateResult(ABSTAIN, reason="output is nested too deeply to validate", fault=CANDIDATE_FAULT)
-    if not errors:
-        return GateResult(PASS)
-    error = best_match(errors)
-    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    return GateResult(FAIL, reason=f"{error.json_path}: {error.message}{more}")
+    except UntrustedInput as exc:
+        # The output parsed, but the validator cannot walk it (nested too deeply) or compare
+        # it (a long integer against a float's multipleOf overflows): the output's doing.
+        deep = isinstance(exc.__cause__, RecursionError)
+        reason = "output is nested too deeply to validate" if deep else f"output cannot be validated: {exc}"
+        return GateResult(ABSTAIN, reason=reason, fault=CANDIDATE_FAULT)
 
 
 def load_validator(gate: ir.Gate, ctx: GateContext) -> Validator:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import os
 import signal
 import tempfile
@@ -39,7 +38,8 @@ from admiss import ir
 from admiss.config import Config
 from admiss.errors import Diagnostic, InputError
 from admiss.gates.base import (ABSTAIN, FAIL, GATE_FAULT, PASS, Candidate, GateCheck, GateContext, GateResult,
-                                unsendable)
+                                shown_value, unsendable)
+from admiss.jsonio import UnreadableJSON, loads_untrusted
 
 DEFAULT_TIMEOUT_S = 30.0
 MAX_STDOUT_BYTES = 1024 * 1024
@@ -224,26 +224,31 @@ def _verdict_from(returncode: int | None, stdout: bytes, stderr_tail: str) -> Ga
 
 def _parse_reply(stdout: bytes) -> dict[str, Any]:
     try:
-        reply = json.loads(stdout.decode("utf-8"))
+        # Lenient numbers: a long integer in a key the contract ignores (a program may echo
+        # what the candidate wrote) must not unsettle the verdict; a score read as infinite
+        # is out of [0, 1] below.
+        reply = loads_untrusted(stdout.decode("utf-8"), lenient_numbers=True)
     except UnicodeDecodeError:
         raise _Abstain("stdout is not UTF-8") from None
-    except json.JSONDecodeError as exc:
-        raise _Abstain(f"stdout is not JSON ({exc.msg}): {_preview(stdout)}") from None
-    except RecursionError:
-        raise _Abstain("stdout is JSON nested too deeply to read") from None
+    except UnreadableJSON as exc:
+        if exc.well_formed:
+            raise _Abstain(f"stdout is JSON admiss refuses: {exc}") from None
+        raise _Abstain(f"stdout is not JSON ({exc}): {_preview(stdout)}") from None
     if not isinstance(reply, dict):
         raise _Abstain(f"stdout is not a JSON object: {_preview(stdout)}")
     if reply.get("verdict") not in (PASS, FAIL, ABSTAIN):
         raise _Abstain(f'stdout has no "verdict" of "pass", "fail" or "abstain": {_preview(stdout)}')
     if "score" in reply and not _is_score(reply["score"]):
-        raise _Abstain(f"score {reply['score']!r} is not a number in [0, 1]")
+        raise _Abstain(f"score {shown_value(reply['score'])} is not a number in [0, 1]")
     if "reason" in reply and not isinstance(reply["reason"], str):
         raise _Abstain("reason is not a string")
     return reply
 
 
 def _is_score(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and 0 <= value <= 1
+    # The range is compared before any conversion: an integer too large for a float makes
+    # float() raise, and NaN is in no range.
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1
 
 
 def _preview(stdout: bytes) -> str:

@@ -87,7 +87,7 @@ def test_a_nonce_found_in_the_fenced_text_is_drawn_again():
         (completion(json.dumps({"failure_hypotheses": ["h"], "evidence": [], "rationale": "r", "score": 1.2})).body, "score must be a number in [0, 1], not 1.2"),
         (completion(json.dumps({"failure_hypotheses": ["h"], "evidence": [], "rationale": "r", "score": "0.9"})).body, "score must be a number"),
         (completion(json.dumps({"failure_hypotheses": ["h"], "evidence": [], "rationale": 3, "score": 0.9})).body, "rationale must be a string"),
-        (completion('{"failure_hypotheses": ["h"], "evidence": [], "rationale": "r", "score": 0.9, "score": 1}').body, "repeats a key"),
+        (completion('{"failure_hypotheses": ["h"], "evidence": [], "rationale": "r", "score": 0.9, "score": 1}').body, "key given twice in one object"),
         (completion("The answer looks right. Score: 0.9").body, "reply is not one JSON object"),
         (completion('{"failure_hypotheses": ["h"], "evidence": [], "rationale": "r", "score": 0.9} {}').body, "not one JSON object"),
         (completion("[1, 2]").body, "JSON but not an object"),
@@ -200,4 +200,4 @@ def test_a_reply_nested_too_deeply_is_rejected_as_the_candidates_fault(local_ctx
     chat_server.script(completion("[" * 100_000 + "]" * 100_000))
     result = judged(local_ctx())
     assert (result.verdict, result.fault) == (ABSTAIN, "candidate")
-    assert result.reason == "judge reply rejected: reply is JSON nested too deeply to read"
+    assert result.reason == "judge reply rejected: reply is not one JSON object admiss reads (nested too deeply to read)"

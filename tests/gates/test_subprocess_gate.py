@@ -176,4 +176,4 @@ def test_a_program_that_never_reads_its_input_still_gives_its_verdict(tmp_path):
 def test_stdout_nested_too_deeply_abstains_as_the_programs_fault(tmp_path):
     result = run(script("reply.py", "[" * 50_000 + "]" * 50_000), tmp_path)
     assert (result.verdict, result.fault) == (ABSTAIN, "gate")
-    assert result.reason == "stdout is JSON nested too deeply to read"
+    assert result.reason == "stdout is JSON admiss refuses: nested too deeply to read"

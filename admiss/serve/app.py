@@ -252,7 +252,11 @@ class Gateway:
         if not self.authorized(_header(scope, b"authorization")):
             return self.unauthorized()
         try:
-            body = jsonio.loads_any(await _body(scope, receive, self.max_request_bytes, self.body_timeout_s))
+            raw = await _body(scope, receive, self.max_request_bytes, self.body_timeout_s)
+            body = jsonio.loads_any(raw)
+            # A key given twice would be read as its last value, which what checked or logged
+            # the request upstream of admiss may not have read: refused, never guessed.
+            repeated = jsonio.first_repeated_key(raw, body)
         except _TooSlow:
             self.metrics.rejected.labels("too_slow").inc()
             return _error(408, f"the request body did not arrive within {self.body_timeout_s:g}s "
@@ -263,6 +267,9 @@ class Gateway:
                           "([serve] max_request_bytes)", "invalid_request_error", "request_too_large")
         except (ValueError, RecursionError):
             return self._bad_request("the request body is not JSON")
+        if repeated is not None:
+            return self._bad_request(f"the request body gives a key twice in one object, at {repeated[0]}: "
+                                     "refused rather than read as either value", repeated[0])
         if not isinstance(body, dict):
             return self._bad_request("the request body must be a JSON object")
         model = body.get("model")

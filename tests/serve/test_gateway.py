@@ -202,6 +202,26 @@ def test_a_lone_surrogate_escape_in_a_message_is_served_and_a_body_that_is_not_j
     assert broken.status_code == 400 and broken.json()["error"]["message"] == "the request body is not JSON"
 
 
+@pytest.mark.parametrize(("body", "where"), [
+    ('{"model": "json", "messages": [{"role": "user", "content": %s}], "temperature": 1, "temperature": 7}',
+     "temperature"),
+    ('{"model": "json", "messages": [{"role": "user", "content": %s, "content": "x"}]}', "messages[0].content"),
+    ('{"model": "nope", "model": "json", "messages": [{"role": "user", "content": %s}]}', "model"),
+    ('{"model": "json", "messages": [{"role": "user", "content": %s}], "stream": true, "\\u0073tream": false}',
+     "stream"),
+])
+def test_a_key_given_twice_in_a_request_body_is_a_400_before_any_model_call(gateway, upstream, body, where):
+    marker, text = prompt({"cheap": GOOD})
+    headers = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"}
+    response = httpx.post(f"{gateway.url}/v1/chat/completions", content=body % json.dumps(text), headers=headers)
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert error["message"] == (f"the request body gives a key twice in one object, at {where}: "
+                                "refused rather than read as either value")
+    assert error["param"] == where
+    assert upstream_calls(upstream, marker) == []
+
+
 def test_a_body_sent_in_pieces_is_read_whole_and_other_methods_on_the_chat_path_are_405(gateway, upstream):
     # A large request arrives as many ASGI body messages: the chat route joins them.
     marker, text = prompt({"cheap": GOOD}, text="What is the answer? " + "context " * 100_000)

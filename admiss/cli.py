@@ -15,7 +15,7 @@ import typer
 from typer.core import TyperArgument, TyperGroup
 
 from admiss import __version__
-from admiss.files import write_atomically
+from admiss.files import refuse_overwriting_inputs, write_atomically
 
 EXIT_PASS, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
 # The path that means standard input.
@@ -221,6 +221,8 @@ def compile_(
     from admiss.errors import AdmissError
 
     try:
+        if output is not None:
+            refuse_overwriting_inputs([output], [file])
         text = load(file).to_ir_json()
         if output is None:
             sys.stdout.write(text)
@@ -382,7 +384,7 @@ def savings(
     """
     import json
 
-    from admiss.config import load_config
+    from admiss.config import find_config, load_config
     from admiss.errors import AdmissError
     from admiss.savings import Request, requests_of, savings as savings_figures
 
@@ -396,6 +398,8 @@ def savings(
                 yield item
 
     try:
+        if html is not None:
+            refuse_overwriting_inputs([html], [*inputs, *filter(None, [find_config(config)])])
         data = savings_figures(requests(load_config(config)))
     except AdmissError as error:
         problems.append(error)

@@ -7,9 +7,9 @@ import os
 import stat
 import tempfile
 from pathlib import Path
-from typing import Iterator
+from typing import IO, Iterable, Iterator
 
-from admiss.errors import input_error
+from admiss.errors import Diagnostic, InputError, input_error
 
 
 @contextlib.contextmanager
@@ -25,8 +25,44 @@ def reading(path: Path | str) -> Iterator[None]:
         raise input_error(str(path), f"cannot read: {exc}") from None
 
 
+def refuse_overwriting_inputs(outputs: Iterable[Path], inputs: Iterable[Path | str]) -> None:
+    """InputError E006 when an output would be written over one of the command's inputs.
+
+    The same file is the same device and inode, however it is named: the same path, through
+    ``./`` or ``..``, a symlink or a hard link. An output that does not exist yet is no
+    input; an input that cannot be read is left to its reader to report.
+    """
+    for output in outputs:
+        written = _identity(output)
+        if written is None:
+            continue
+        for path in inputs:
+            if _identity(path) == written:
+                same = "" if str(path) == str(output) else f" (the input {path})"
+                raise InputError([Diagnostic(
+                    "E006", f"is one of the command's inputs{same}: admiss never writes over an input",
+                    file=str(output), hint="write the output to another path")])
+
+
+def _identity(path: Path | str) -> tuple[int, int] | None:
+    try:
+        found = os.stat(path)
+    except (OSError, ValueError):  # missing, unreadable, or a name no file can have
+        return None
+    return found.st_dev, found.st_ino
+
+
 def write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so readers see the old file or the whole new one, never half.
+    """Write ``text`` to ``path`` so readers see the old file or the whole new one, never half
+    (see :func:`atomic_writer`)."""
+    with atomic_writer(path) as handle:
+        handle.write(text)
+
+
+@contextlib.contextmanager
+def atomic_writer(path: Path) -> Iterator[IO[str]]:
+    """A text handle whose writes replace ``path`` whole when the block ends, or not at all
+    when it raises: readers see the old file or the whole new one, never half.
 
     A symlink is written through (its target is replaced, the link stays). A regular file
     keeps its mode (and, where allowed, its owner); a new one gets the mode the umask gives.
@@ -41,12 +77,12 @@ def write_atomically(path: Path, text: str) -> None:
         existing = None
     if existing is not None and not stat.S_ISREG(existing.st_mode):
         with open(target, "w", encoding="utf-8") as handle:
-            handle.write(text)
+            yield handle
         return
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+            yield handle
             _keep_mode_and_owner(handle.fileno(), existing)
         os.replace(tmp, target)
     except BaseException:

@@ -29,9 +29,13 @@ import ray
 import ray.data
 
 from admiss.api import Rubric, load
+from admiss.config import find_config
 from admiss.errors import AdmissError
+from admiss.files import atomic_writer, refuse_overwriting_inputs, write_atomically
 from admiss.runner import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_PASS, CheckOptions, CheckRun, cut_pieces, no_bundles
 
+# What check_dataset writes into its output folder.
+OUTPUT_FILES = ("reports.jsonl", "properties.parquet", "summary.json")
 # Lines per block handed to an actor.
 BATCH_SIZE = 256
 # Orders rows: file number × this + line number.
@@ -165,23 +169,26 @@ def check_dataset(dataset_or_paths: Any, rubric: Rubric | str | Path, output: st
     ``concurrency`` is the number of actors (default: the cluster's CPUs). Error texts go
     to ``errors`` (a text stream) when given, in input order.
     """
+    folder = Path(output)
+    given = None if isinstance(dataset_or_paths, ray.data.Dataset) else \
+        [dataset_or_paths] if isinstance(dataset_or_paths, (str, Path)) else list(dataset_or_paths)
+    source = None if isinstance(rubric, Rubric) else Path(rubric)
+    config_file = find_config(Path(config) if config else None, source)
+    refuse_overwriting_inputs([folder / name for name in OUTPUT_FILES],
+                              [*_expanded(given or ()), *filter(None, (source, config_file))])
     if not isinstance(rubric, Rubric):
         rubric = load(rubric, config, offline)
     run = CheckRun(CheckOptions(rubric=None, fmt="json", chain=chain, offline=offline, report=report), many=True, rubric=rubric)
-    if isinstance(dataset_or_paths, ray.data.Dataset):
-        lines = dataset_or_paths
-    else:
-        lines = lines_dataset([dataset_or_paths] if isinstance(dataset_or_paths, (str, Path)) else dataset_or_paths)
+    lines = dataset_or_paths if given is None else lines_dataset(given)
     actors = concurrency or max(1, int(ray.cluster_resources().get("CPU", 1)))
     checked = lines.map_batches(
         _Checker, fn_constructor_args=(run,), batch_size=BATCH_SIZE, compute=ray.data.ActorPoolStrategy(size=actors),
         batch_format="numpy", num_cpus=1).materialize()
-    folder = Path(output)
     folder.mkdir(parents=True, exist_ok=True)
     checked.flat_map(_property_rows).write_parquet(str(folder / "properties.parquet"), schema=_PROPERTY_SCHEMA)
     summary = _Summary()
     bundles_in_file: dict[int, int] = {}
-    with (folder / "reports.jsonl").open("w", encoding="utf-8") as out:
+    with atomic_writer(folder / "reports.jsonl") as out:
         for row in checked.sort("order").iter_rows():
             file = row["file"]
             if row["line"] == 0:  # a piece without bundles: E180 once, for a file without any
@@ -195,7 +202,7 @@ def check_dataset(dataset_or_paths: Any, rubric: Rubric | str | Path, output: st
             if row["error"] and errors is not None:
                 errors.write(row["error"] + "\n")
     result = summary.to_dict()
-    (folder / "summary.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    write_atomically(folder / "summary.json", json.dumps(result, indent=2) + "\n")
     return result
 
 

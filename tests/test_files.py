@@ -99,3 +99,18 @@ def test_compile_output_keeps_the_mode(admiss_cli, tmp_path):
     out.chmod(0o644)
     assert admiss_cli("compile", "r.rubric", "-o", "r.json").code == 0
     assert stat.S_IMODE(out.stat().st_mode) == 0o644 and out.read_text(encoding="utf-8").startswith("{\n")
+
+
+def test_a_writer_that_fails_half_way_leaves_the_old_file_whole(tmp_path):
+    from admiss.files import atomic_writer
+
+    path = tmp_path / "reports.jsonl"
+    path.write_text("old\n", encoding="utf-8")
+    try:
+        with atomic_writer(path) as out:
+            out.write("new line 1\n")
+            raise OSError("disk full")
+    except OSError:
+        pass
+    assert path.read_text(encoding="utf-8") == "old\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["reports.jsonl"]

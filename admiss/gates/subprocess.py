@@ -16,7 +16,9 @@ is the program's. Abstain as the candidate's fault when the candidate's text can
 written as UTF-8 (a lone surrogate); the program is not started then.
 
 On a timeout, an overflow or cancellation the whole process group is killed, and
-anything the program left running in its group is killed when it exits. The verdict counts
+anything the program left running in its group is killed when it exits. On Linux the
+program runs under admiss.gates.reaper, a child subreaper, so this holds for its whole
+tree, a descendant that left the group with setsid() included, and also when admiss dies. The verdict counts
 when the program exits: stdout is then drained for at most DRAIN_S, so a child that keeps
 stdout open cannot hold the verdict back until the timeout.
 
@@ -26,9 +28,12 @@ Cost: wall time times ``[gates] subprocess_usd_per_second`` (default 0).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import secrets
 import signal
+import sys
 import tempfile
 from typing import IO, Any, Mapping
 
@@ -39,6 +44,7 @@ from admiss.config import Config
 from admiss.errors import Diagnostic, InputError
 from admiss.gates.base import (ABSTAIN, FAIL, GATE_FAULT, PASS, Candidate, GateCheck, GateContext, GateResult,
                                 shown_value, unsendable)
+from admiss.gates import reaper
 from admiss.jsonio import UnreadableJSON, loads_untrusted
 
 DEFAULT_TIMEOUT_S = 30.0
@@ -47,6 +53,9 @@ STDERR_TAIL_BYTES = 400
 # After the program exits, how long its stdout may take to close (a child it left behind may
 # hold it open); what was written by then is its reply.
 DRAIN_S = 0.5
+# How long the reaper gets to kill the program's tree and exit before its group is killed.
+REAPER_GRACE_S = 2.0
+_REAPER = reaper.__file__
 # What a gate program gets from admiss's environment: enough to find programs (PATH), to have
 # a home and a user for tools that keep caches or look up the user (HOME, USER, LOGNAME), to
 # read and write text in the right encoding and time zone (LANG, LANGUAGE, LC_*, TZ), and to
@@ -93,6 +102,8 @@ class _Runner:
     env: dict[str, str]
     timeout_s: float
     usd_per_second: float
+    # Marks the reaper's own "cannot start" line on stderr, so no program can pass for it.
+    token: str = attrs.field(factory=lambda: secrets.token_hex(8))
 
     async def run(self, candidate: Candidate) -> GateResult:
         loop = asyncio.get_running_loop()
@@ -113,7 +124,7 @@ class _Runner:
             try:
                 _feed(transport, payload)
                 stdout = await asyncio.wait_for(program.reply(), self.timeout_s)
-                return _verdict_from(transport.get_returncode(), stdout, _tail(stderr))
+                return _verdict_from(transport.get_returncode(), stdout, _tail(stderr), self.token)
             except asyncio.TimeoutError:
                 return GateResult(ABSTAIN, reason=f"timed out after {self.timeout_s:g}s; process group killed",
                                   fault=GATE_FAULT)
@@ -121,14 +132,24 @@ class _Runner:
                 return GateResult(ABSTAIN, reason=str(exc), fault=GATE_FAULT)
             finally:
                 # Also on cancellation: a gate cancelled after a sibling failed leaves nothing running.
-                await _end(transport, program)
+                await _end(transport, program, self.reaped)
+
+    @property
+    def reaped(self) -> bool:
+        """Whether the program runs under admiss.gates.reaper (Linux: PR_SET_CHILD_SUBREAPER)."""
+        return sys.platform.startswith("linux")
+
+    def _argv(self) -> tuple[str, ...]:
+        if not self.reaped:
+            return self.cmd
+        return (sys.executable, "-I", "-S", _REAPER, self.token, "--", *self.cmd)
 
     async def _start(self, stderr: IO[bytes]) -> tuple[asyncio.SubprocessTransport, _Program]:
         loop = asyncio.get_running_loop()
         try:
             return await loop.subprocess_exec(
                 lambda: _Program(loop),
-                *self.cmd,
+                *self._argv(),
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 # A file, not a pipe: a chatty program can never block on a full stderr pipe.
@@ -195,8 +216,17 @@ def _feed(transport: asyncio.SubprocessTransport, payload: bytes) -> None:
     stdin.close()
 
 
-async def _end(transport: asyncio.SubprocessTransport, program: _Program) -> None:
-    """Kill the program's whole process group, close the pipes, and wait for the exit."""
+async def _end(transport: asyncio.SubprocessTransport, program: _Program, reaped: bool) -> None:
+    """Stop the program and all it started, close the pipes, and wait for the exit.
+
+    Under the reaper, a reaper still running is told to stop (SIGTERM): it kills every
+    descendant, wherever setsid() took it, then exits. Then, and at once without the
+    reaper, the whole process group is killed."""
+    if reaped and transport.get_returncode() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(transport.get_pid(), signal.SIGTERM)
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.shield(program.exited), REAPER_GRACE_S)
     try:
         # start_new_session made the program the leader of a group whose id is its pid.
         os.killpg(transport.get_pid(), signal.SIGKILL)
@@ -212,7 +242,9 @@ def _tail(stderr: IO[bytes]) -> str:
     return stderr.read().decode("utf-8", errors="replace").strip()
 
 
-def _verdict_from(returncode: int | None, stdout: bytes, stderr_tail: str) -> GateResult:
+def _verdict_from(returncode: int | None, stdout: bytes, stderr_tail: str, token: str) -> GateResult:
+    if returncode == reaper.CANNOT_START and stderr_tail.startswith(f"{token} "):
+        raise _Abstain(stderr_tail.removeprefix(f"{token} "))
     if returncode:
         how = f"killed by signal {-returncode}" if returncode < 0 else f"exited with status {returncode}"
         said = f": {stderr_tail}" if stderr_tail else ""

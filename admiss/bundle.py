@@ -149,7 +149,7 @@ def _cost_problems(holder: dict, path: str) -> Iterator[tuple[str, str, str | No
     # An integer is compared with the largest double before any conversion: one beyond it
     # (a JSON number may have 4,300 digits) makes float() and math.isfinite() raise.
     if isinstance(cost, bool) or not isinstance(cost, (int, float)) or not 0 <= cost <= sys.float_info.max:
-        yield path, "must be a number >= 0 (a double's range)", None
+        yield path, "must be a number >= 0", None
 
 
 def _string_list_problems(holder: dict, key: str, path: str) -> Iterator[tuple[str, str, str | None]]:

@@ -36,6 +36,8 @@ CORPUS = Path(__file__).parent / "corpus"
 EXAMPLES = int(os.environ.get("ADMISS_FUZZ_EXAMPLES", "120"))
 # The rubric bundles are checked against: every construct that runs without a network.
 RUBRIC_FILE = CORPUS / "rubrics" / "chain.rubric"
+# One chain per gate that reads a candidate's output (json_valid, schema, consistency).
+GATES_RUBRIC = Path(__file__).parent / "gates" / "gates.rubric"
 
 
 def seeds(folder: str) -> list[bytes]:
@@ -51,7 +53,8 @@ def mutated(draw, corpus: list[bytes]) -> bytes:
     data = bytearray(draw(st.sampled_from(corpus)))
     interesting = st.sampled_from([b"\x00", b"\xff", b"\xed\xa0\x80", b'"', b"\\", b"\\ud800", b"{", b"}", b"[",
                                    b"]", b",", b":", b"9" * 40, b"-", b"1e999", b"\n", b"NaN", b"#", b"K",
-                                   b"WINDOW 9", b"PROPERTY", b"ADMIT", b"\xc3\xa9"])
+                                   b"WINDOW 9", b"PROPERTY", b"ADMIT", b"\xc3\xa9", b"7" * 4400, b"1" * 400,
+                                   b'"a": 1, "a": ', b"\\u0061", b"\xc2\xb2", b"1E+999", b"-0", b"[" * 700])
     for _ in range(draw(st.integers(1, 6))):
         at = draw(st.integers(0, len(data)))
         action = draw(st.integers(0, 2))
@@ -163,6 +166,43 @@ def store_row(data: bytes) -> None:
         assert damaged.receipt_id == "rcpt_fuzz"
 
 
+_gates_rubric = None
+
+
+def candidate_output_through_every_gate(data: bytes) -> None:
+    """A candidate output (and its samples) through json_valid, schema and consistency: a
+    verdict or an abstain, never an error counted against the gate (fault "gate")."""
+    global _gates_rubric
+    if _gates_rubric is None:
+        _gates_rubric = admiss.load(GATES_RUBRIC, offline=True)
+    text = data.decode("utf-8", "replace")
+    for chain in ("json", "schema", "consistency"):
+        report = _gates_rubric.check({"output": text, "samples": [text, text[::-1]]}, chain=chain)
+        [gate] = report.to_dict()["chain"]["rungs"][0]["gates"]
+        assert gate["fault"] != "gate", gate
+    assert not any(h.errors or h.disabled for h in _gates_rubric.gate_health())
+
+
+def model_reply_or_program_stdout(data: bytes) -> None:
+    """The same bytes as a judge's reply, a meaning model's reply and a gate program's stdout:
+    each read to a result or refused with the gate's own error type, nothing else raised."""
+    from admiss.errors import UntrustedInput
+    from admiss.gates import subprocess as subprocess_gate
+    from admiss.gates.judge import parse_grade
+    from admiss.gates.meaning import parse_entailment
+
+    text = data.decode("utf-8", "replace")
+    for parse in (parse_grade, parse_entailment):
+        try:
+            parse(text)
+        except UntrustedInput:
+            pass
+    try:
+        subprocess_gate._verdict_from(0, data, "", "token")
+    except subprocess_gate._Abstain:
+        pass
+
+
 class Target(NamedTuple):
     name: str
     corpus: str
@@ -176,6 +216,8 @@ TARGETS = [
     Target("rubric", "rubrics", rubric_source),
     Target("upstream-reply", "upstream_replies", upstream_reply),
     Target("store-row", "bundles", store_row),
+    Target("candidate-output", "outputs", candidate_output_through_every_gate),
+    Target("model-reply", "replies", model_reply_or_program_stdout),
 ]
 
 

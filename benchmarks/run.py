@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import (  # noqa: E402
     bench_batch, bench_compile, bench_gateway, bench_inprocess, bench_parse, bench_peers, bench_ray, bench_rich,
-    bench_rung, bench_startup, bench_trace_read, bench_traces,
+    bench_reaper, bench_rung, bench_startup, bench_trace_read, bench_traces,
 )
 from benchmarks.settings import settings_for  # noqa: E402
 
@@ -26,6 +26,7 @@ SECTIONS = {
     "startup": bench_startup.run,
     "compile": bench_compile.run,
     "rung": bench_rung.run,
+    "reaper": bench_reaper.run,
     "ray": bench_ray.run,
     "trace_read": bench_trace_read.run,
     "traces": bench_traces.run,

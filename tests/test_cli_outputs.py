@@ -52,9 +52,9 @@ def test_a_ray_run_never_writes_its_outputs_over_a_bundle_or_its_rubric(tmp_path
     bundles.write_text('{"evidence": []}\n')
     rubric = tmp_path / "r.rubric"
     rubric.write_text(RUBRIC)
-    for given, rubric_named in ((str(bundles), rubric), (str(out / "*.jsonl"), rubric), ([str(out / "./reports.jsonl")], rubric)):
+    for given in (str(bundles), str(out / "*.jsonl"), [str(out / "./reports.jsonl")]):
         with pytest.raises(InputError) as caught:
-            ray_module.check_dataset(given, rubric_named, out)
+            ray_module.check_dataset(given, rubric, out)
         assert f"{bundles}: E006 is one of the command's inputs" in caught.value.render()
     (out / "summary.json").symlink_to(rubric)
     with pytest.raises(InputError) as caught:

@@ -11,6 +11,9 @@ if admiss itself dies, through PR_SET_PDEATHSIG), it kills every descendant left
 to each child, then to each orphan reparented as those die, until it has no child) and
 exits as the program did: the same status, or the same signal.
 
+The death signal follows the thread that started this script (the kernel's rule), and
+the gate starts it from the event loop's thread, which outlives the gate's run.
+
 If the program cannot be started it exits 127 with one line on stderr: TOKEN, a space, and
 the reason (the token is admiss's, fresh per run, so a program cannot pass its own exit
 for this). Standard library only, run isolated (-I): it imports nothing of admiss.

@@ -18,9 +18,9 @@ written as UTF-8 (a lone surrogate); the program is not started then.
 On a timeout, an overflow or cancellation the whole process group is killed, and
 anything the program left running in its group is killed when it exits. On Linux the
 program runs under admiss.gates.reaper, a child subreaper, so this holds for its whole
-tree, a descendant that left the group with setsid() included, and also when admiss dies. The verdict counts
-when the program exits: stdout is then drained for at most DRAIN_S, so a child that keeps
-stdout open cannot hold the verdict back until the timeout.
+tree (a descendant that left the group with setsid() included), and also when admiss
+dies. The verdict counts when the program exits: stdout is then drained for at most
+DRAIN_S, so a child that keeps stdout open cannot hold the verdict back until the timeout.
 
 Cost: wall time times ``[gates] subprocess_usd_per_second`` (default 0).
 """
@@ -102,6 +102,8 @@ class _Runner:
     env: dict[str, str]
     timeout_s: float
     usd_per_second: float
+    # Whether the program runs under admiss.gates.reaper (Linux: PR_SET_CHILD_SUBREAPER).
+    reaped: bool = sys.platform.startswith("linux")
     # Marks the reaper's own "cannot start" line on stderr, so no program can pass for it.
     token: str = attrs.field(factory=lambda: secrets.token_hex(8))
 
@@ -133,11 +135,6 @@ class _Runner:
             finally:
                 # Also on cancellation: a gate cancelled after a sibling failed leaves nothing running.
                 await _end(transport, program, self.reaped)
-
-    @property
-    def reaped(self) -> bool:
-        """Whether the program runs under admiss.gates.reaper (Linux: PR_SET_CHILD_SUBREAPER)."""
-        return sys.platform.startswith("linux")
 
     def _argv(self) -> tuple[str, ...]:
         if not self.reaped:

@@ -23,10 +23,10 @@ import attrs
 
 from admiss import ir
 from admiss.config import ModelCall
-from admiss.errors import UntrustedInput
 from admiss.gates.base import (ABSTAIN, CANDIDATE_FAULT, FAIL, GATE_FAULT, PASS, Candidate, GateCheck, GateContext,
                                GateResult)
 from admiss.source import Span
+from admiss.untrusted import UntrustedInput
 
 SKIPPED = "skipped"
 # The gate kinds that may call a model (consistency does when the bundle has no samples).

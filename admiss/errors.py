@@ -55,15 +55,6 @@ class Diagnostic:
         }
 
 
-class UntrustedInput(ValueError):
-    """Data from outside admiss that a gate reads (a candidate's output, a sample, a model's
-    reply, a gate program's stdout) could not be read or compared; the message says why.
-
-    Raised inside a gate, it is the candidate's fault, never the gate's (admiss.cascade
-    classifies it so): a gate's error budget counts only what no candidate can provoke.
-    """
-
-
 class AdmissError(Exception):
     """Base of every error admiss raises for bad input. Carries its diagnostics."""
 

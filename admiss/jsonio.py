@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from admiss import limits
-from admiss.errors import UntrustedInput
+from admiss.untrusted import UntrustedInput
 
 DecodeError = orjson.JSONDecodeError
 loads = orjson.loads

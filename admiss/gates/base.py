@@ -17,9 +17,9 @@ from typing import Any, Awaitable, Callable, Iterator
 import attrs
 
 from admiss.config import Config
-from admiss.errors import UntrustedInput
 from admiss.redact import key_values, redact, url_secrets
 from admiss.providers import ProviderError, Providers
+from admiss.untrusted import UntrustedInput
 
 PASS, FAIL, ABSTAIN = "pass", "fail", "abstain"
 # Whose fault a malfunction is (docs/gates.md, "Whose fault an error is"). Only the gate's own

@@ -13,8 +13,8 @@ import re
 import secrets
 from typing import Any, Callable, Sequence
 
-from admiss.errors import UntrustedInput
 from admiss.jsonio import UnreadableJSON, loads_untrusted
+from admiss.untrusted import UntrustedInput
 
 
 class BadReply(UntrustedInput):

@@ -29,11 +29,12 @@ from typing import Any
 import attrs
 
 from admiss import ir
-from admiss.errors import Diagnostic, InputError, UntrustedInput
+from admiss.errors import Diagnostic, InputError
 from admiss.gates.base import (ABSTAIN, CANDIDATE_FAULT, FAIL, PASS, Candidate, GateCheck, GateContext, GateResult,
                                 provider_fault, shown_value, unsendable, untrusted)
 from admiss.gates.fencing import BadReply, fenced, fresh_nonce, reply_object
 from admiss.providers import Completion, ProviderError, cost_usd
+from admiss.untrusted import UntrustedInput
 
 DEFAULT_THRESHOLD = 0.7
 REPLY_KEYS = ("failure_hypotheses", "evidence", "rationale", "score")

@@ -20,10 +20,10 @@ from typing import Any, Awaitable, Callable, Sequence
 
 import attrs
 
-from admiss.errors import UntrustedInput
 from admiss.gates.base import CANDIDATE_FAULT, GateContext, provider_fault, shown_value, untrusted
 from admiss.gates.fencing import BadReply, fenced, fresh_nonce, reply_object
 from admiss.providers import ProviderError, cost_usd
+from admiss.untrusted import UntrustedInput
 
 REPLY_KEYS = ("rationale", "entails")
 # Entailment calls of one gate run in flight together at most this many at a time.

@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable, Iterator
 import regex
 from jsonschema.exceptions import ValidationError
 
-from admiss.errors import UntrustedInput
+from admiss.untrusted import UntrustedInput
 
 # All the pattern matching of one candidate's check, in seconds. The engine checks its clock
 # coarsely: on a busy machine a timed-out match was seen to return after about 2.5x this.

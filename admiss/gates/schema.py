@@ -35,12 +35,13 @@ from jsonschema_specifications import REGISTRY as METASCHEMAS
 from referencing import Registry, Resource
 
 from admiss import ir
-from admiss.errors import Diagnostic, InputError, UntrustedInput
+from admiss.errors import Diagnostic, InputError
 from admiss.gates.base import (ABSTAIN, CANDIDATE_FAULT, FAIL, GATE_FAULT, PASS, Candidate, GateCheck, GateContext,
                                GateResult, untrusted)
 from admiss.gates.json_valid import NotJSON, parse_output
 from admiss.gates.patterns import PatternTimeout, bounded_keywords, compile_problem, pattern_budget
 from admiss.source import Source, Span
+from admiss.untrusted import UntrustedInput
 
 DEFAULT_DRAFT = jsonschema.Draft202012Validator
 

@@ -186,7 +186,7 @@ def candidate_output_through_every_gate(data: bytes) -> None:
 def model_reply_or_program_stdout(data: bytes) -> None:
     """The same bytes as a judge's reply, a meaning model's reply and a gate program's stdout:
     each read to a result or refused with the gate's own error type, nothing else raised."""
-    from admiss.errors import UntrustedInput
+    from admiss.untrusted import UntrustedInput
     from admiss.gates import subprocess as subprocess_gate
     from admiss.gates.judge import parse_grade
     from admiss.gates.meaning import parse_entailment

@@ -10,6 +10,14 @@ api_key_env = "OPENAI_API_KEY"    # optional: no key, no Authorization header
 timeout_s = 60                    # optional: each request, connect to last byte of the reply
 max_retries = 2                   # optional, retries of idempotent failures only
 max_reply_bytes = 8388608         # optional: a longer reply is cut off and fails the call
+retry_budget_s = 120              # optional: the most a call may take, retries and waits included
+max_retry_after_s = 30            # optional: the longest Retry-After a retry waits for
+proxy = "http://proxy:3128"       # optional: wins over HTTPS_PROXY etc.; "" for none (docs/gates.md)
+ca_file = "corp-ca.pem"           # optional: trust only these CAs (default: the OS store)
+client_cert = "client.pem"        # optional: a client certificate (PEM), and its key:
+client_key = "client.key"         # optional when client_cert holds the key too
+http2 = false                     # optional: HTTP/2 where the server offers it
+idle_timeout_s = 30               # optional: a kept connection idle this long is closed
 
 [prices."openai/gpt-5"]
 input_usd_per_mtok = 1.25
@@ -67,6 +75,10 @@ CONFIG_NAME = "admiss.toml"
 DEFAULT_PROVIDER_TIMEOUT_S = 60.0
 DEFAULT_PROVIDER_MAX_RETRIES = 2
 DEFAULT_PROVIDER_MAX_REPLY_BYTES = 8 * 1024 * 1024
+DEFAULT_PROVIDER_RETRY_BUDGET_S = 120.0
+DEFAULT_PROVIDER_MAX_RETRY_AFTER_S = 30.0
+DEFAULT_PROVIDER_IDLE_TIMEOUT_S = 30.0
+PROXY_SCHEMES = ("http://", "https://", "socks5://", "socks5h://")
 ON_DISABLED = ("fail", "skip")
 
 
@@ -81,6 +93,19 @@ class ProviderConfig:
     timeout_s: float = DEFAULT_PROVIDER_TIMEOUT_S
     max_retries: int = DEFAULT_PROVIDER_MAX_RETRIES
     max_reply_bytes: int = DEFAULT_PROVIDER_MAX_REPLY_BYTES
+    # The most time one call may take, every attempt and wait between them included.
+    retry_budget_s: float = DEFAULT_PROVIDER_RETRY_BUDGET_S
+    # A Retry-After longer than this is not waited for: the call fails at once.
+    max_retry_after_s: float = DEFAULT_PROVIDER_MAX_RETRY_AFTER_S
+    # None: the proxy the environment names (HTTPS_PROXY, ..., NO_PROXY); "": none at all.
+    proxy: str | None = None
+    # Trust only the CAs in this PEM file (default: the OS store, see admiss/providers.py).
+    ca_file: Path | None = None
+    client_cert: Path | None = None
+    client_key: Path | None = None
+    http2: bool = False
+    # A kept connection unused this long is closed rather than reused (a NAT may have dropped it).
+    idle_timeout_s: float = DEFAULT_PROVIDER_IDLE_TIMEOUT_S
 
 
 @attrs.frozen
@@ -288,7 +313,7 @@ def _syntax_error(exc: Exception, source: Source) -> InputError:
     return InputError([Diagnostic("E001", f"TOML syntax error: {message}", span=span, file=source.name)], source)
 
 
-_PROVIDER_KEYS = ("base_url", "api_key_env", "timeout_s", "max_retries", "max_reply_bytes")
+_PROVIDER_KEYS = tuple(f.name for f in attrs.fields(ProviderConfig) if f.name != "name")
 _PRICE_KEYS = ("input_usd_per_mtok", "output_usd_per_mtok")
 _GATE_KEYS = tuple(f.name for f in attrs.fields(GateDefaults))
 _RUNG_KEYS = tuple(f.name for f in attrs.fields(RungSettings))
@@ -305,7 +330,8 @@ class _Reader:
 
     def config(self, data: dict, path: Path) -> Config:
         self._known_keys(data, _TABLES, ())
-        providers = {name: self._provider(name, table) for name, table in self._tables(data, "providers").items()}
+        providers = {name: self._provider(name, table, path.parent)
+                     for name, table in self._tables(data, "providers").items()}
         prices = {model.casefold(): self._price(model, table) for model, table in self._tables(data, "prices").items()}
         chains = self._tables(data, "rungs")
         rungs = {chain: {rung: self._rung(chain, rung, table) for rung, table in self._tables(chains, ("rungs", chain)).items()}
@@ -353,20 +379,55 @@ class _Reader:
             max_connections=self._count(table, where, "max_connections", DEFAULT_MAX_CONNECTIONS, minimum=1),
         )
 
-    def _provider(self, name: str, table: dict) -> ProviderConfig:
+    def _provider(self, name: str, table: dict, folder: Path) -> ProviderConfig:
         where = ("providers", name)
         self._known_keys(table, _PROVIDER_KEYS, where)
         base_url = self._typed(table, where, "base_url", str, "a string")
         if not base_url.startswith(("http://", "https://")):
             self._fail(where, "base_url", f"base_url must start with http:// or https://, not {base_url!r}")
+        api_key_env = self._typed(table, where, "api_key_env", str, "a string", default=None)
+        if api_key_env and _user_info(base_url):
+            # Both would be the Authorization header: one would silently replace the other.
+            self._fail(where, "base_url", "base_url holds a user name or password and api_key_env is set too",
+                       hint="a URL's user-info is sent as Basic auth; use one of the two")
+        client_cert = self._file(table, where, "client_cert", folder)
+        client_key = self._file(table, where, "client_key", folder)
+        if client_key is not None and client_cert is None:
+            self._fail(where, "client_key", "client_key needs client_cert (the certificate it belongs to)")
         return ProviderConfig(
             name=name,
             base_url=base_url.rstrip("/"),
-            api_key_env=self._typed(table, where, "api_key_env", str, "a string", default=None),
+            api_key_env=api_key_env,
             timeout_s=self._number(table, where, "timeout_s", DEFAULT_PROVIDER_TIMEOUT_S, positive=True),
             max_retries=self._count(table, where, "max_retries", DEFAULT_PROVIDER_MAX_RETRIES, minimum=0),
             max_reply_bytes=self._count(table, where, "max_reply_bytes", DEFAULT_PROVIDER_MAX_REPLY_BYTES, minimum=1),
+            retry_budget_s=self._number(table, where, "retry_budget_s", DEFAULT_PROVIDER_RETRY_BUDGET_S, positive=True),
+            max_retry_after_s=self._number(table, where, "max_retry_after_s", DEFAULT_PROVIDER_MAX_RETRY_AFTER_S),
+            proxy=self._proxy(table, where),
+            ca_file=self._file(table, where, "ca_file", folder),
+            client_cert=client_cert,
+            client_key=client_key,
+            http2=self._typed(table, where, "http2", bool, "true or false", default=False),
+            idle_timeout_s=self._number(table, where, "idle_timeout_s", DEFAULT_PROVIDER_IDLE_TIMEOUT_S, positive=True),
         )
+
+    def _proxy(self, table: dict, where: tuple[str, ...]) -> str | None:
+        proxy = self._typed(table, where, "proxy", str, "a string", default=None)
+        if proxy and not proxy.startswith(PROXY_SCHEMES):
+            self._fail(where, "proxy", f"proxy must start with {', '.join(PROXY_SCHEMES)} (or be \"\" for none)",
+                       hint="the proxy's URL, as in HTTPS_PROXY")
+        return proxy
+
+    def _file(self, table: dict, where: tuple[str, ...], key: str, folder: Path) -> Path | None:
+        """A file the key names, relative to the config's folder; an error when it cannot be read."""
+        name = self._typed(table, where, key, str, "a file name", default=None)
+        if name is None:
+            return None
+        path = folder / name
+        if not path.is_file():
+            self._fail(where, key, f"{_dotted(where, key)} names {name}, which is not a file",
+                       hint=f"looked for {path}")
+        return path
 
     def _price(self, model: str, table: dict) -> Price:
         where = ("prices", model)
@@ -445,6 +506,10 @@ class _Reader:
               code: str = "E001") -> None:
         span = _locate(self.source.text, where, key)
         raise InputError([Diagnostic(code, message, span=span, hint=hint, file=self.source.name)], self.source)
+
+
+def _user_info(url: str) -> bool:
+    return "@" in url.split("://", 1)[-1].split("/", 1)[0]
 
 
 def _dotted(where: tuple[str, ...], key: str) -> str:

@@ -9,27 +9,50 @@ declining), which is the candidate's.
 
 Only idempotent failures are retried: connection errors (the request never arrived), 429,
 502, 503 and 504 (the server says it did not do the work). A 500 or a read timeout may have
-been billed, so it is not repeated.
+been billed, so it is not repeated. Retries are stamina's: exponential backoff with jitter
+(so calls refused together do not come back together), a server's ``Retry-After`` (seconds
+or an HTTP-date) waited for, plus jitter, up to ``max_retry_after_s``, and no retry that
+would pass the call's ``retry_budget_s``. Every header a server sends is untrusted: one
+that cannot be read is ignored, never an exception.
 
 Each request is bounded as a whole: ``timeout_s`` is a deadline from connecting to the
 reply's last byte (a server dripping one byte a second is cut off, not waited on for each
 byte), and a reply longer than ``max_reply_bytes`` (decompressed) is cut off and fails.
 
-The bytes go through a :class:`Sender`: httpx's pool by default (:class:`HttpxSender`); the
-gateway plugs in a connection pool of its own (``admiss/serve/transport.py``), which costs
-far less CPU per call at the concurrency it lives at. Timeouts, retries and error reasons stay here, the same
-for every sender.
+How a provider's calls leave the process is its :class:`Route`: the proxy (``proxy`` in
+admiss.toml, else ``HTTPS_PROXY`` / ``HTTP_PROXY`` / ``ALL_PROXY`` unless ``NO_PROXY``
+names the host) and one trust store for every sender (``ca_file``, else the OS store, which
+OpenSSL reads from ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when set; certifi's bundle where the
+machine has no store), with the provider's client certificate.
+
+The bytes go through a :class:`Sender`: httpx's pool by default (:class:`HttpxSender`),
+which does the proxying, HTTP/2, Basic auth from a URL's user-info and idle expiry. The
+gateway plugs in a connection pool of its own (``admiss/serve/transport.py``) for providers
+whose route needs none of those (:attr:`Route.plain`): it costs far less CPU per call at
+the concurrency the gateway lives at. Timeouts, retries and error reasons stay here, the
+same for every sender.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import email.utils
+import math
 import os
+import random
+import re
+import ssl
+import time
+import urllib.request
+from datetime import datetime, timezone
+from functools import partial
 from typing import Any, Awaitable, Callable, Mapping, Protocol, Sequence, TypeVar
+from urllib.parse import urlsplit
 
 import attrs
 import httpx
+import stamina
 
 from admiss import jsonio
 from admiss.config import Config, ProviderConfig, provider_name
@@ -41,10 +64,14 @@ RETRY_STATUSES = frozenset({429, 502, 503, 504})
 CONTENT_REFUSED_STATUSES = frozenset({400, 413, 422})
 # How much of a server's own error text a reason quotes (after redaction).
 DETAIL_CHARS = 200
-# Backoff doubles from BACKOFF_S per retry, and a server's Retry-After is honoured up to MAX_DELAY_S.
+# Backoff (stamina's): BACKOFF_S doubling to MAX_BACKOFF_S, plus up to JITTER_S drawn per retry.
 BACKOFF_S = 0.25
-MAX_DELAY_S = 4.0
+MAX_BACKOFF_S = 4.0
+JITTER_S = 1.0
 _JSON_HEADERS = {"Content-Type": "application/json"}
+# Retries are reported in the call's error, not logged, and counted by no metric of stamina's
+# own (the gateway's /metrics are its own registry's).
+stamina.instrumentation.set_on_retry_hooks([])
 
 
 class ProviderError(Exception):
@@ -115,16 +142,140 @@ class Sender(Protocol):
     async def aclose(self) -> None: ...
 
 
-class HttpxSender:
-    """The default sender: one pooled ``httpx.AsyncClient``, made on first use."""
+@attrs.define
+class Route:
+    """How one provider's calls leave this process: through which proxy, trusting which CAs."""
 
-    def __init__(self, timeout_s: float):
-        self._timeout = httpx.Timeout(timeout_s)
+    proxy: str | None
+    # Where the proxy choice comes from, in words ("HTTPS_PROXY", "NO_PROXY", ...).
+    proxy_from: str
+    # What TLS trusts, in words ("ca_file /etc/corp.pem", "the OS store", ...).
+    trust: str
+    # Nothing but a direct HTTP/1.1 connection is needed: the gateway's own pool may send.
+    plain: bool
+    _make_context: Callable[[], ssl.SSLContext] = attrs.field(repr=False)
+    _context: ssl.SSLContext | None = attrs.field(default=None, init=False, repr=False)
+
+    def ssl(self) -> ssl.SSLContext:
+        """The TLS context, made on first use: loading a CA store takes about 0.1 s, which a
+        provider reached over plain HTTP never needs to pay. ProviderError when the
+        certificate files cannot be loaded."""
+        if self._context is None:
+            self._context = self._make_context()
+        return self._context
+
+    def described(self) -> str:
+        """The route in words, without a secret (a proxy's user-info is left out)."""
+        proxy = f"proxy {shown_url(self.proxy)} ({self.proxy_from})" if self.proxy else f"no proxy ({self.proxy_from})"
+        return f"{proxy}, TLS trusting {self.trust}"
+
+
+def route_for(config: ProviderConfig, environ: Mapping[str, str]) -> Route:
+    """The provider's :class:`Route`."""
+    proxy, proxy_from = _proxy_for(config, environ)
+    store, trust = _trust_store(config, environ)
+    plain = (proxy is None and not config.http2 and config.client_cert is None and config.ca_file is None
+             and _user_info(config.base_url) is None)
+    return Route(proxy, proxy_from, trust, plain, lambda: _tls_context(config, store))
+
+
+def _tls_context(config: ProviderConfig, store: Callable[[], ssl.SSLContext]) -> ssl.SSLContext:
+    try:
+        context = store()
+    except (OSError, ssl.SSLError) as exc:
+        raise ProviderError(f"provider {config.name}: the CA certificates cannot be loaded: {_describe(exc)}") from None
+    if config.client_cert is not None:
+        try:
+            # A password-protected key would make OpenSSL ask on the terminal: refuse it instead.
+            context.load_cert_chain(config.client_cert, config.client_key, password=_no_password)
+        except (OSError, ssl.SSLError) as exc:
+            raise ProviderError(f"provider {config.name}: client_cert {config.client_cert} cannot be loaded: "
+                                f"{_describe(exc)} (an unencrypted PEM certificate and key)") from None
+    return context
+
+
+def _no_password() -> bytes:
+    raise ssl.SSLError("the key is encrypted; admiss reads unencrypted keys only")
+
+
+def _proxy_for(config: ProviderConfig, environ: Mapping[str, str]) -> tuple[str | None, str]:
+    """The proxy for the provider's URL and where that choice comes from. admiss.toml's
+    ``proxy`` wins; else the environment as curl and httpx read it (lower-case names first)."""
+    if config.proxy is not None:
+        return (config.proxy, "proxy in admiss.toml") if config.proxy else (None, 'proxy = "" in admiss.toml')
+    parts = urlsplit(config.base_url)
+    names = (f"{parts.scheme}_proxy", "all_proxy")
+    found = next(((name, environ[variant]) for name in names for variant in (name, name.upper())
+                  if environ.get(variant)), None)
+    if found is None:
+        return None, "no proxy variable set"
+    no_proxy = environ.get("no_proxy") or environ.get("NO_PROXY")
+    if no_proxy and urllib.request.proxy_bypass_environment(parts.netloc.rpartition("@")[2], {"no": no_proxy}):
+        return None, "NO_PROXY"
+    return found[1], found[0].upper()
+
+
+def _trust_store(config: ProviderConfig, environ: Mapping[str, str]) -> tuple[Callable[[], ssl.SSLContext], str]:
+    """One trust store for both senders, so one admiss.toml reaches the same servers through
+    either: ``ca_file``; else ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``; else the OS store, and
+    certifi's bundle only where the machine has none (a slim container). Returned as the
+    way to make it, and in words."""
+    if config.ca_file is not None:
+        return partial(ssl.create_default_context, cafile=str(config.ca_file)), f"ca_file {config.ca_file}"
+    file, folder = environ.get("SSL_CERT_FILE") or None, environ.get("SSL_CERT_DIR") or None
+    if file or folder:
+        described = " and ".join(f"{name} {value}" for name, value in (("SSL_CERT_FILE", file),
+                                                                     ("SSL_CERT_DIR", folder)) if value)
+        return partial(ssl.create_default_context, cafile=file, capath=folder), described
+    paths = ssl.get_default_verify_paths()
+    if (paths.cafile and os.path.isfile(paths.cafile)) or (paths.capath and os.path.isdir(paths.capath)
+                                                           and os.listdir(paths.capath)):
+        return ssl.create_default_context, "the OS store"
+    import certifi  # httpx's own dependency
+
+    return partial(ssl.create_default_context, cafile=certifi.where()), "certifi's bundle (the machine has no CA store)"
+
+
+def shown_url(url: str | None) -> str:
+    """``url`` without its user-info: what errors and logs may show of it."""
+    if not url:
+        return ""
+    scheme, _, rest = url.partition("://")
+    netloc, slash, path = rest.partition("/")
+    return f"{scheme}://{netloc.rpartition('@')[2]}{slash}{path}"
+
+
+def _user_info(url: str) -> str | None:
+    netloc = urlsplit(url).netloc
+    return netloc.rpartition("@")[0] or None
+
+
+class HttpxSender:
+    """The default sender: one pooled ``httpx.AsyncClient`` on the provider's route, made on
+    first use. httpx sends a URL's user-info as Basic auth (never in a header of its own)."""
+
+    def __init__(self, config: ProviderConfig, route: Route):
+        self._config = config
+        self._route = route
+        self._no_client_cert = config.client_cert is None
         self._http: httpx.AsyncClient | None = None
+
+    def _options(self) -> dict[str, Any]:
+        config, route = self._config, self._route
+        # Over plain HTTP no TLS is spoken to the server: a context that trusts nothing, never loaded.
+        tls = route.ssl() if config.base_url.startswith("https://") else _NO_TLS
+        return dict(
+            # HTTP/2 is offered in the TLS handshake only: over http:// it would never be spoken.
+            timeout=httpx.Timeout(config.timeout_s), proxy=route.proxy, verify=tls,
+            http2=config.http2 and config.base_url.startswith("https://"),
+            # The route already read the environment; httpx must not read it again (or .netrc).
+            trust_env=False,
+            limits=httpx.Limits(max_connections=100, max_keepalive_connections=100,
+                                keepalive_expiry=config.idle_timeout_s))
 
     async def post(self, url: str, body: bytes, headers: Mapping[str, str], max_bytes: int) -> Reply:
         if self._http is None:
-            self._http = httpx.AsyncClient(timeout=self._timeout)
+            self._http = httpx.AsyncClient(**self._options())
         try:
             async with self._http.stream("POST", url, content=body, headers=headers) as response:
                 data = bytearray()
@@ -133,17 +284,64 @@ class HttpxSender:
                     if len(data) > max_bytes:
                         raise ReplyTooLong
                 return Reply(response.status_code, response.headers, bytes(data))
+        except httpx.ProxyError as exc:
+            raise CannotConnect(f"the proxy {shown_url(self._route.proxy)} refused: {_describe(exc)}") from None
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
-            raise CannotConnect(_describe(exc)) from None
+            raise CannotConnect(tls_problem(exc, self._route) or _describe(exc)) from None
         except httpx.TimeoutException:
             raise TimeoutError from None
-        except httpx.HTTPError as exc:
-            raise SendFailed(_describe(exc)) from None
+        except (httpx.HTTPError, OSError) as exc:
+            # OSError: an SSLError httpcore lets through unwrapped (a TLS alert on reading,
+            # as when the server wanted a client certificate).
+            raise SendFailed(tls_problem(exc, self._route) or self._closed_hint(exc, url)) from None
+
+    def _closed_hint(self, exc: BaseException, url: str) -> str:
+        """The error, with the likeliest cause when a TLS server hung up without a reply: it
+        wanted a client certificate (TLS 1.3 refuses one only after the handshake, and the
+        alert saying so is often lost to the connection's reset)."""
+        told = _describe(exc)
+        if isinstance(exc, httpx.ReadError) and url.startswith("https://") and self._no_client_cert:
+            return (f"{told}: the server closed the connection without a reply (if it wants a client "
+                    "certificate, set client_cert)")
+        return told
+
+    async def reachable(self, url: str, seconds: float) -> str | None:
+        """None when a GET of ``url`` gets any HTTP reply through the route; else why not."""
+        try:
+            async with httpx.AsyncClient(**{**self._options(), "timeout": httpx.Timeout(seconds)}) as client:
+                await client.get(url)
+        except httpx.ProxyError as exc:
+            return f"the proxy {shown_url(self._route.proxy)} refused: {_describe(exc)}"
+        except (httpx.HTTPError, OSError) as exc:
+            return tls_problem(exc, self._route) or self._closed_hint(exc, url)
+        return None
 
     async def aclose(self) -> None:
         if self._http is not None:
             await self._http.aclose()
             self._http = None
+
+
+_NO_TLS = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verifies, and trusts no CA: fails closed
+
+# What an SSL error's text means, for someone fixing admiss.toml.
+_TLS_HINTS = (
+    ("CERTIFICATE_VERIFY_FAILED", "the server's certificate is not signed by a CA admiss trusts ({trust}): "
+                                  "set ca_file to the CA that signed it"),
+    ("CERTIFICATE_REQUIRED", "the server asks for a client certificate: set client_cert (and client_key)"),
+    ("HANDSHAKE_FAILURE", "the TLS handshake failed (the server may want a client certificate: client_cert)"),
+    ("UNKNOWN_CA", "the server does not trust the client certificate's CA (client_cert)"),
+    ("BAD_CERTIFICATE", "the server refused the client certificate (client_cert)"),
+)
+
+
+def tls_problem(exc: BaseException, route: Route) -> str | None:
+    """What a TLS failure means, in words with its fix, or None when ``exc`` is not one."""
+    text = _describe(exc)
+    for mark, hint in _TLS_HINTS:
+        if mark in text.upper():
+            return f"TLS: {hint.format(trust=route.trust)} ({text})"
+    return None
 
 
 _T = TypeVar("_T")
@@ -211,10 +409,11 @@ class ChatClient:
     """One provider's endpoint over one :class:`Sender` (httpx's by default)."""
 
     def __init__(self, config: ProviderConfig, environ: Mapping[str, str] | None = None,
-                 sender: Sender | None = None):
+                 sender: Sender | None = None, route: Route | None = None):
         self.config = config
         self._environ = os.environ if environ is None else environ
-        self._sender = sender if sender is not None else HttpxSender(config.timeout_s)
+        self.route = route if route is not None else route_for(config, self._environ)
+        self._sender = sender if sender is not None else HttpxSender(config, self.route)
         self._url = f"{config.base_url}/chat/completions"
         self._url_secrets = url_secrets([config.base_url])
 
@@ -259,41 +458,116 @@ class ChatClient:
         return {**_JSON_HEADERS, "Authorization": f"Bearer {key}"}
 
     async def _post_with_retries(self, body: bytes, headers: Mapping[str, str]) -> Reply:
-        url, config = self._url, self.config
-        attempt = 0
-        while True:
-            final = attempt >= config.max_retries
-            try:
-                response = await _within(config.timeout_s, self._sender.post(url, body, headers, config.max_reply_bytes))
-            except CannotConnect as exc:
-                if final:
-                    raise ProviderError(f"{self._where()}: cannot connect to {url}: {exc}") from None
-                delay = _backoff(attempt)
-            except (TimeoutError, asyncio.TimeoutError):
-                raise ProviderError(f"{self._where()}: no reply within {config.timeout_s:g}s "
-                                    "(a deadline for the whole reply)") from None
-            except ReplyTooLong:
-                raise ProviderError(f"{self._where()}: reply longer than {config.max_reply_bytes} bytes; "
-                                    "cut off (max_reply_bytes)") from None
-            except SendFailed as exc:
-                raise ProviderError(f"{self._where()}: request failed: {exc}") from None
-            else:
-                if final or response.status_code not in RETRY_STATUSES:
-                    return self._successful(response, attempt)
-                delay = _retry_delay(attempt, response)
-            attempt += 1
-            await asyncio.sleep(delay)
+        """The reply, after stamina's retries of what may be retried; ProviderError else."""
+        config = self.config
+        schedule = _Schedule(config, time.monotonic() + config.retry_budget_s)
+        try:
+            return self._successful(await self._attempt(body, headers, schedule), 0)
+        except _Retryable as exc:
+            failed: _Retryable | None = exc
+        # stamina's retry loop costs about 0.1 ms a call to set up (measured on this 2-core
+        # machine), a fifth of a gateway request's CPU: it is entered only once a first
+        # attempt failed in a way that may be retried, and its first attempt replays that failure.
+        retries = 0
+        try:
+            async for attempt in stamina.retry_context(
+                    on=schedule.wait_before_retry, attempts=config.max_retries + 1, timeout=config.retry_budget_s,
+                    wait_initial=BACKOFF_S, wait_max=MAX_BACKOFF_S, wait_jitter=JITTER_S):
+                with attempt:
+                    if failed is not None:
+                        replayed, failed = failed, None
+                        raise replayed
+                    retries += 1
+                    return self._successful(await self._attempt(body, headers, schedule), retries)
+        except _Retryable as exc:
+            if exc.response is None:
+                raise ProviderError(f"{self._where()}: cannot connect to {self._url}: {exc.reason}"
+                                    f"{_tried(retries)}{schedule.stopped}") from None
+            raise ProviderError(f"{self._where()}: HTTP {exc.response.status_code}{_tried(retries)}"
+                                f"{_error_detail(exc.response, self.secrets())}{schedule.stopped}") from None
+        raise AssertionError("stamina ended without a last attempt")  # pragma: no cover
+
+    async def _attempt(self, body: bytes, headers: Mapping[str, str], schedule: _Schedule) -> Reply:
+        """One exchange's reply; _Retryable when it may be repeated."""
+        response = await self._post_once(body, headers, schedule.remaining())
+        if response.status_code in RETRY_STATUSES:
+            raise _Retryable(response)
+        return response
+
+    async def _post_once(self, body: bytes, headers: Mapping[str, str], remaining_s: float) -> Reply:
+        config = self.config
+        seconds = min(config.timeout_s, remaining_s)
+        try:
+            return await _within(seconds, self._sender.post(self._url, body, headers, config.max_reply_bytes))
+        except CannotConnect as exc:
+            raise _Retryable(None, str(exc)) from None
+        except (TimeoutError, asyncio.TimeoutError):
+            within = (f"{config.timeout_s:g}s (a deadline for the whole reply)" if seconds == config.timeout_s
+                      else f"the {seconds:.3g}s left of retry_budget_s ({config.retry_budget_s:g}s)")
+            raise ProviderError(f"{self._where()}: no reply within {within}") from None
+        except ReplyTooLong:
+            raise ProviderError(f"{self._where()}: reply longer than {config.max_reply_bytes} bytes; "
+                                "cut off (max_reply_bytes)") from None
+        except SendFailed as exc:
+            raise ProviderError(f"{self._where()}: request failed: {exc}") from None
+        except (ValueError, TypeError, LookupError, ArithmeticError, UnicodeError) as exc:
+            # Whatever the server's bytes provoke in a library is the server's fault: a failed
+            # call, escalated like any other, never an exception for the caller.
+            raise ProviderError(f"{self._where()}: the reply could not be read ({type(exc).__name__})") from None
 
     def _successful(self, response: Reply, retries: int) -> Reply:
         if response.is_success:
             return response
-        tried = f" after {retries} retries" if retries else ""
-        detail = _error_detail(response, self.secrets())
-        raise ProviderError(f"{self._where()}: HTTP {response.status_code}{tried}{detail}",
+        raise ProviderError(f"{self._where()}: HTTP {response.status_code}{_tried(retries)}"
+                            f"{_error_detail(response, self.secrets())}",
                             content_refused=response.status_code in CONTENT_REFUSED_STATUSES)
 
     def _where(self) -> str:
         return f"provider {self.config.name}"
+
+
+class _Retryable(Exception):
+    """An attempt that may be repeated: no connection (``response`` None), or a retry status."""
+
+    def __init__(self, response: Reply | None, reason: str = ""):
+        super().__init__(reason)
+        self.response = response
+        self.reason = reason
+
+
+class _Schedule:
+    """stamina's backoff hook for one call: which failures are retried, and when a server's
+    Retry-After sets the wait. It refuses a retry past the call's budget or a Retry-After
+    past the ceiling, and says why in :attr:`stopped`."""
+
+    def __init__(self, config: ProviderConfig, deadline: float):
+        self._config = config
+        self._deadline = deadline
+        self._retries = 0
+        self.stopped = ""
+
+    def remaining(self) -> float:
+        return max(0.0, self._deadline - time.monotonic())
+
+    def wait_before_retry(self, exc: Exception) -> bool | float:
+        if not isinstance(exc, _Retryable) or self._retries >= self._config.max_retries:
+            return False
+        self._retries += 1
+        asked = retry_after_s(exc.response.headers.get("retry-after") if exc.response is not None else None)
+        config = self._config
+        if asked is not None and asked > config.max_retry_after_s:
+            self.stopped = f" (asked to retry after {asked:g}s, past max_retry_after_s {config.max_retry_after_s:g}s)"
+            return False
+        longest = asked + JITTER_S if asked is not None else min(MAX_BACKOFF_S, BACKOFF_S * 2 ** (self._retries - 1) + JITTER_S)
+        if longest >= self.remaining():
+            self.stopped = f" (retry_budget_s {config.retry_budget_s:g}s would be passed)"
+            return False
+        # The asked wait and a jitter on top: calls told the same time do not return together.
+        return True if asked is None else asked + random.uniform(0, JITTER_S)
+
+
+def _tried(retries: int) -> str:
+    return f" after {retries} retries" if retries else ""
 
 
 class Providers:
@@ -305,14 +579,16 @@ class Providers:
 
     def __init__(self, providers: Mapping[str, ProviderConfig], environ: Mapping[str, str] | None = None):
         self._configs = dict(providers)
-        self._environ = environ
+        self._environ = os.environ if environ is None else environ
         self._clients: dict[str, ChatClient] = {}
-        self._sender: Callable[[ProviderConfig], Sender] | None = None
+        self._routes: dict[str, Route] = {}
+        self._fast: Callable[[ProviderConfig, Route], Sender] | None = None
 
-    def use_sender(self, make: Callable[[ProviderConfig], Sender]) -> None:
-        """Clients made from now on send through ``make(provider config)`` (one sender per
-        client) instead of httpx; the gateway uses this for its own pool."""
-        self._sender = make
+    def use_sender(self, make: Callable[[ProviderConfig, Route], Sender]) -> None:
+        """Clients made from now on for a provider whose route is :attr:`~Route.plain` send
+        through ``make(provider config, route)`` (one sender per client) instead of httpx;
+        the gateway uses this for its own pool. Any other provider keeps httpx."""
+        self._fast = make
 
     def configured(self, model: str | None) -> bool:
         """Whether ``model`` names a provider that admiss.toml configures."""
@@ -334,16 +610,54 @@ class Providers:
         client.refuse_echo(completion)
         return completion
 
+    def routes(self) -> dict[str, str]:
+        """Each provider's route in words (its proxy and what its TLS trusts), no secret in them."""
+        out = {}
+        for name in sorted(self._configs):
+            try:
+                route = self._route(name)
+            except ProviderError as exc:
+                out[name] = exc.reason
+                continue
+            sender = "admiss's own pool" if route.plain and self._fast is not None else "httpx"
+            out[name] = f"{route.described()}, sent by {sender}"
+        return out
+
+    async def unreachable(self, names: Sequence[str], seconds: float = 5.0) -> list[str]:
+        """Why each of the named providers that has a proxy cannot be reached through it (a
+        GET of its base URL that gets no HTTP reply at all); an empty list when all can."""
+
+        async def problem(name: str) -> str | None:
+            config = self._configs[name]
+            try:
+                route = self._route(name)
+            except ProviderError as exc:
+                return exc.reason
+            if route.proxy is None:
+                return None
+            why = await HttpxSender(config, route).reachable(config.base_url, min(seconds, config.timeout_s))
+            return None if why is None else (f"provider {name}: cannot reach {shown_url(config.base_url)} through "
+                                             f"proxy {shown_url(route.proxy)}: {why}")
+
+        found = await asyncio.gather(*(problem(name) for name in names if name in self._configs))
+        return [p for p in found if p is not None]
+
     async def aclose(self) -> None:
         clients, self._clients = self._clients, {}
         await asyncio.gather(*(client.aclose() for client in clients.values()))
+
+    def _route(self, name: str) -> Route:
+        if name not in self._routes:
+            self._routes[name] = route_for(self._configs[name], self._environ)
+        return self._routes[name]
 
     def _client(self, name: str) -> ChatClient:
         if name not in self._configs:
             raise ProviderError(f"no [providers.{name}] table in admiss.toml")
         if name not in self._clients:
-            config = self._configs[name]
-            self._clients[name] = ChatClient(config, self._environ, self._sender(config) if self._sender else None)
+            config, route = self._configs[name], self._route(name)
+            sender = self._fast(config, route) if self._fast is not None and route.plain else None
+            self._clients[name] = ChatClient(config, self._environ, sender, route)
         return self._clients[name]
 
 
@@ -384,17 +698,36 @@ def _error_detail(response: Reply, secrets: Sequence[str]) -> str:
     return f": {clipped(message, DETAIL_CHARS, secrets)}" if message else ""
 
 
-def _describe(exc: Exception) -> str:
-    return str(exc) or type(exc).__name__
+def _describe(exc: BaseException) -> str:
+    """The first message along the exception's causes (httpx's often wrap an empty one)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if str(seen):
+            return str(seen)
+        seen = seen.__cause__ or seen.__context__
+    return type(exc).__name__
 
 
-def _backoff(attempt: int) -> float:
-    return min(BACKOFF_S * 2**attempt, MAX_DELAY_S)
+# delay-seconds is 1*DIGIT (RFC 9110); more digits than this is longer than any ceiling.
+_DELAY_SECONDS = re.compile(r"[0-9]{1,12}")
 
 
-def _retry_delay(attempt: int, response: Reply) -> float:
+def retry_after_s(value: str | None, now: datetime | None = None) -> float | None:
+    """The wait a ``Retry-After`` value asks for, in seconds, or None when it asks for none
+    that can be read (absent, ``nan``, ``-1``, ``1.5``, garbage, a date that is no date).
+    A date in the past asks for 0; a huge or far-future one for ``inf`` (past any ceiling)."""
+    if value is None:
+        return None
+    text = value.strip()
+    if text.isascii() and text.isdigit():
+        return float(text) if _DELAY_SECONDS.fullmatch(text) else math.inf
     try:
-        asked = float(response.headers.get("retry-after", ""))
-    except ValueError:
-        asked = 0.0
-    return min(max(asked, _backoff(attempt)), MAX_DELAY_S)
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    try:
+        return max(0.0, (when - (now or datetime.now(timezone.utc))).total_seconds())
+    except OverflowError:
+        return math.inf

@@ -35,6 +35,12 @@ medians instead, they would carry the sampling noise of those medians: about 0.6
 Each upstream is measured with ``admiss serve`` in one process and with ``--workers 2``:
 on a 2-core machine the second worker shares its core with the client and the upstream,
 so the figures say what a second process buys when no core is free for it.
+
+Then two gateways of one process each, in the same rounds: one sending the provider's
+calls through the gateway's own pool (admiss/serve/transport.py), one through httpx, as
+every provider that needs a proxy, a CA file, a client certificate or HTTP/2 is (its
+provider gets a ``ca_file``, which routes it through httpx and changes nothing else over
+http://). Their added latencies are printed side by side: whether the pool still pays.
 """
 
 from __future__ import annotations
@@ -52,6 +58,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import certifi
 import httpx
 
 from benchmarks.settings import Settings
@@ -159,6 +166,10 @@ def _free_port() -> int:
 # (reply time, spread either side) of the fake upstream, in seconds.
 UPSTREAMS = ((0.0, 0.0), (0.1, 0.0), (0.1, 0.025))
 WORKERS = (1, 2)
+POOL, HTTPX = "admiss's pool", "httpx"
+# What admiss.toml's provider table gets to send through httpx rather than the pool: a
+# ca_file (certifi's bundle; unused over http://, but a provider with one goes through httpx).
+SENDER_CONFIG = {POOL: "", HTTPX: f"ca_file = {json.dumps(certifi.where())}\n"}
 
 
 def _start_upstream(delay_s: float, spread_s: float = 0.0) -> tuple[subprocess.Popen, int]:
@@ -176,9 +187,10 @@ def _start_helper(script: str, *args: str) -> tuple[subprocess.Popen, int]:
     return process, int(process.stdout.readline())
 
 
-def _start_gateway(folder: Path, upstream_port: int, workers: int) -> tuple[subprocess.Popen, int]:
+def _start_gateway(folder: Path, upstream_port: int, workers: int, sender: str) -> tuple[subprocess.Popen, int]:
     (folder / "bench.rubric").write_text(RUBRIC)
     (folder / "admiss.toml").write_text(f'[providers.fake]\nbase_url = "http://127.0.0.1:{upstream_port}/v1"\n'
+                                        f'{SENDER_CONFIG[sender]}'
                                         f'[serve]\nstore = "receipts.db"\napi_keys = ["{KEY}"]\n')
     port = _free_port()
     log = folder / "serve.log"
@@ -190,6 +202,9 @@ def _start_gateway(folder: Path, upstream_port: int, workers: int) -> tuple[subp
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if log.read_text().count("Application startup complete.") == workers:
+            said = "sent by httpx" if sender == HTTPX else "sent by admiss's own pool"
+            if said not in log.read_text():  # the start-up log names each provider's sender
+                raise RuntimeError(f"the gateway does not send through {sender}:\n{log.read_text()}")
             return process, port
         time.sleep(0.1)
     raise RuntimeError(f"admiss serve did not come up:\n{log.read_text()}")
@@ -217,7 +232,8 @@ def _run_against(settings: Settings, delay_s: float, spread_s: float) -> None:
     relay, relay_port = _start_relay(upstream_port)
     try:
         for workers in WORKERS:
-            _run_gateway(settings, delay_s, spread_s, upstream_port, relay_port, workers)
+            _run_gateway(settings, delay_s, spread_s, upstream_port, relay_port, workers, POOL)
+        _compare_senders(settings, delay_s, spread_s, upstream_port)
     finally:
         _stop(relay)
         _stop(upstream)
@@ -241,15 +257,64 @@ class Summary:
     burst_last: float
 
 
-def _run_gateway(settings: Settings, delay_s: float, spread_s: float, upstream_port: int, relay_port: int,
-                 workers: int) -> None:
+def _compare_senders(settings: Settings, delay_s: float, spread_s: float, upstream_port: int) -> None:
+    """Two gateways of one worker each, one sending through the pool and one through httpx,
+    measured in the same rounds as direct calls (each round in another order), so that the
+    difference is the sender's and not the machine's load of the moment."""
     after = f"{delay_s * 1000:.0f} ± {spread_s * 1000:.0f} ms, uniformly" if spread_s else f"{delay_s * 1000:.0f} ms"
-    print_section(f"gateway: admiss serve --workers {workers} with inline gates vs direct calls to the same fake "
-                  f"upstream (replying after {after}), concurrency {CONCURRENCY}")
+    print_section(f"gateway's upstream sender: {POOL} vs {HTTPX}, one worker each, in the same rounds, against the "
+                  f"fake upstream replying after {after}, concurrency {CONCURRENCY}")
+    total = 1000 if settings.quick else 3000
+    rounds = 3 if settings.quick else 5
+    direct = _request("/v1/chat/completions", {"model": "cheap", "messages": MESSAGES}, {})
+    via = _request("/v1/chat/completions", {"model": "bench", "messages": MESSAGES}, {"authorization": f"Bearer {KEY}"})
+    with tempfile.TemporaryDirectory() as pool_tmp, tempfile.TemporaryDirectory() as httpx_tmp:
+        started = {POOL: _start_gateway(Path(pool_tmp), upstream_port, 1, POOL),
+                   HTTPX: _start_gateway(Path(httpx_tmp), upstream_port, 1, HTTPX)}
+        try:
+            paths = {"direct": (upstream_port, direct), **{name: (port, via) for name, (_, port) in started.items()}}
+            for port, request in paths.values():
+                load(port, request, 500, CONCURRENCY)  # warm-up
+            names, added, rates, rows = list(paths), {POOL: [], HTTPX: []}, {POOL: [], HTTPX: []}, []
+            for index in range(rounds):
+                order = names[index % len(names):] + names[:index % len(names)]
+                measured = {name: load(*paths[name], total, CONCURRENCY, delay_s) for name in order}
+                row = [str(index + 1)]
+                for sender in (POOL, HTTPX):
+                    added[sender].append(_added(measured[sender][0], measured["direct"][0]))
+                    rates[sender].append(measured[sender][1])
+                    row += [*(_ms(v) for v in added[sender][-1]), f"{measured[sender][1]:.0f}"]
+                rows.append(row)
+            one = {name: statistics.median(load(port, request, 300, 1)[0]) for name, (port, request) in paths.items()}
+        finally:
+            for process, _ in started.values():
+                _stop(process)
+    print_table(f"{total} requests per round; added latency beyond direct calls, in ms",
+                ["round", "pool added p50", "pool added p99", "pool req/s", "httpx added p50", "httpx added p99",
+                 "httpx req/s"], rows)
+    medians = {sender: (statistics.median(a for a, _ in added[sender]), statistics.median(p for _, p in added[sender]),
+                        statistics.median(rates[sender])) for sender in (POOL, HTTPX)}
+    for sender, (median, p99, rate) in medians.items():
+        print(f"{sender}: added median {_ms(median)} ms, p99 {_ms(p99)} ms, {rate:.0f} req/s; one at a time "
+              f"{_ms(one[sender] - one['direct'])} ms")
+    (pool_median, pool_p99, pool_rate), (httpx_median, httpx_p99, httpx_rate) = medians[POOL], medians[HTTPX]
+    print(f"httpx against the pool: {_ms(httpx_median - pool_median)} ms more added median, "
+          f"{_ms(httpx_p99 - pool_p99)} ms more added p99, throughput {ratio_text(httpx_rate / pool_rate)} the pool's")
+    print(target_text(f"through httpx: added median <= {TARGET_MEDIAN_MS} ms", httpx_median * 1000 <= TARGET_MEDIAN_MS,
+                      f"{_ms(httpx_median)} ms"))
+    print(target_text(f"through httpx: added p99 <= {TARGET_P99_MS} ms", httpx_p99 * 1000 <= TARGET_P99_MS,
+                      f"{_ms(httpx_p99)} ms"))
+
+
+def _run_gateway(settings: Settings, delay_s: float, spread_s: float, upstream_port: int, relay_port: int,
+                 workers: int, sender: str) -> None:
+    after = f"{delay_s * 1000:.0f} ± {spread_s * 1000:.0f} ms, uniformly" if spread_s else f"{delay_s * 1000:.0f} ms"
+    print_section(f"gateway: admiss serve --workers {workers} (upstream calls sent by {sender}) with inline gates vs "
+                  f"direct calls to the same fake upstream (replying after {after}), concurrency {CONCURRENCY}")
     total = 1000 if settings.quick else 3000
     rounds = 3 if settings.quick else 5
     with tempfile.TemporaryDirectory() as tmp:
-        gateway, gateway_port = _start_gateway(Path(tmp), upstream_port, workers)
+        gateway, gateway_port = _start_gateway(Path(tmp), upstream_port, workers, sender)
         try:
             rows, summary = _measure(upstream_port, gateway_port, relay_port, total, rounds, ramp_s=delay_s)
         finally:

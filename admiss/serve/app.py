@@ -14,6 +14,7 @@ import asyncio
 import gc
 import hmac
 import json
+import logging
 import os
 import re
 import shutil
@@ -344,6 +345,8 @@ class Gateway:
 
     async def readyz(self, request: Request) -> Response:
         problems = [p for router in self.routers.values() for p in router.unready()]
+        for found in await asyncio.gather(*(router.unreachable() for router in self.routers.values())):
+            problems.extend(found)
         store = self.store
         try:
             writable = await store.aread(lambda s: s.writable())
@@ -411,6 +414,10 @@ class _Lifespan:
         # paused the loop up to 43 ms before, 2 ms after (docs/performance.md#the-gateway).
         gc.collect()
         gc.freeze()
+        # Which proxy and CAs each provider's calls go through (never a secret), once per worker.
+        log = logging.getLogger("uvicorn.error")
+        for name, route in next(iter(self.gateway.routers.values())).routes().items():
+            log.info("provider %s: %s", name, route)
 
     async def __aexit__(self, *exc: Any) -> None:
         for router in self.gateway.routers.values():

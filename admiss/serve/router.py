@@ -208,6 +208,20 @@ class Router:
                 problems.append(f"provider {name}: environment variable {env} is not set")
         return sorted(set(problems))
 
+    async def unreachable(self) -> list[str]:
+        """The chain's providers that cannot be reached through their proxy, in words."""
+        names = set()
+        for model in self.models():
+            try:
+                names.add(split_model(model)[0])
+            except ProviderError:
+                continue  # unready() says so
+        return await self.ctx.providers.unreachable(sorted(names))
+
+    def routes(self) -> dict[str, str]:
+        """Each configured provider's proxy and trust store, in words fit for the log."""
+        return self.ctx.providers.routes()
+
     def models(self) -> set[str]:
         """Every model the chain may call: the rungs' and the judges'."""
         return {r.model for r in self.chain.rungs if r.model} | {
@@ -291,7 +305,8 @@ def _writer_for(path: Path) -> StoreWriter:
 
 def _use_fast_sender(providers) -> None:
     """Send model calls through the gateway's own connection pool when the serve extra is
-    installed: httpx costs the gateway several times the CPU per call (see transport.py)."""
+    installed, for the providers that need nothing only httpx does (no proxy, no client
+    certificate, ...): httpx costs the gateway more CPU per call (see transport.py)."""
     try:
         from admiss.serve.transport import PooledSender
     except ImportError:

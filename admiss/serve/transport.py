@@ -12,14 +12,22 @@ through :class:`PooledSender`; everything above it (the deadline, retries, error
 response parsing) stays the providers' own.
 
 What it does not do: redirects (a provider's endpoint does not move; the reply is
-returned as it is), proxies (as the gateway's sender before it), compressed replies (it
-asks for none and refuses one it did not ask for), HTTP/2.
+returned as it is), proxies, client certificates, a ``ca_file``, a URL's user-info, HTTP/2,
+compressed replies (it asks for none and refuses one it did not ask for). A provider that
+needs any of those but the last goes through httpx instead (``Route.plain`` in
+admiss/providers.py decides); TLS here uses the same trust store as httpx does there. Kept
+connections idle longer than the provider's ``idle_timeout_s`` are closed, not reused.
+
+Whether it still pays is measured against httpx in the gateway benchmark
+(``python benchmarks/run.py --only gateway``, docs/performance.md#the-gateway).
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 import ssl
+import time
 from collections import deque
 from typing import Mapping
 from urllib.parse import urlsplit
@@ -27,19 +35,24 @@ from urllib.parse import urlsplit
 import httptools
 
 from admiss.config import ProviderConfig
-from admiss.providers import CannotConnect, Reply, ReplyTooLong, SendFailed
+from admiss.providers import CannotConnect, Reply, ReplyTooLong, Route, SendFailed, tls_problem
 
 Origin = tuple[str, str, int]  # scheme, host, port
 # A reply's status line and headers are not part of max_bytes (its body); this bounds them.
 MAX_HEAD_BYTES = 64 * 1024
+# A content-length httptools let through is still a header the server chose: only ASCII digits count.
+_LENGTH = re.compile(r"[0-9]{1,18}")
 
 
 class PooledSender:
     """Posts over at most ``max_connections`` connections per sender, kept open between calls."""
 
-    def __init__(self, config: ProviderConfig, max_connections: int = 100, ssl_context: ssl.SSLContext | None = None):
+    def __init__(self, config: ProviderConfig, route: Route | None = None, max_connections: int = 100,
+                 ssl_context: ssl.SSLContext | None = None):
         self._connect_timeout = config.timeout_s
+        self._idle_timeout = config.idle_timeout_s
         self._max_connections = max_connections
+        self._route = route
         self._ssl = ssl_context
         self._idle: dict[Origin, list[_Connection]] = {}
         self._open = 0  # connections open or being opened
@@ -76,6 +89,9 @@ class PooledSender:
             parts = urlsplit(url)
             if parts.scheme not in ("http", "https") or not parts.hostname:
                 raise SendFailed(f"not an http(s) URL: {url}")
+            if parts.username is not None:
+                # httpx sends user-info as Basic auth; here it would only leak into a header.
+                raise SendFailed("a URL with a user name or password goes through httpx, not this pool")
             port = parts.port or (443 if parts.scheme == "https" else 80)
             path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
             # Asking for no compression: the reply is cut off at max_bytes as it comes.
@@ -98,8 +114,9 @@ class PooledSender:
         connections = self._idle.get(origin)
         while connections:
             connection = connections.pop()  # the most recently used: the least likely closed
-            if connection.usable():
+            if connection.usable() and time.monotonic() - connection.released_at < self._idle_timeout:
                 return connection
+            connection.close()
             self._forget()
         return None
 
@@ -111,10 +128,10 @@ class PooledSender:
             released = self._idle_connection(origin)
             if released is not None:
                 return released
-        self._open += 1
         scheme, host, port = origin
-        opening = asyncio.get_running_loop().create_connection(
-            lambda: _Connection(origin), host, port, ssl=self._context() if scheme == "https" else None)
+        tls = self._context() if scheme == "https" else None  # before counting: it may fail
+        self._open += 1
+        opening = asyncio.get_running_loop().create_connection(lambda: _Connection(origin), host, port, ssl=tls)
         try:
             # wait_for rather than asyncio.timeout (3.11+ only); its extra task is paid only
             # when a connection is opened.
@@ -124,7 +141,8 @@ class PooledSender:
             raise CannotConnect("connection timed out") from None
         except OSError as exc:  # ssl.SSLError among them
             self._forget()
-            raise CannotConnect(str(exc) or type(exc).__name__) from None
+            told = tls_problem(exc, self._route) if self._route is not None else None
+            raise CannotConnect(told or str(exc) or type(exc).__name__) from None
         except BaseException:
             self._forget()
             raise
@@ -145,12 +163,13 @@ class PooledSender:
 
     def _context(self) -> ssl.SSLContext:
         if self._ssl is None:
-            self._ssl = ssl.create_default_context()
+            self._ssl = self._route.ssl() if self._route is not None else ssl.create_default_context()
         return self._ssl
 
     def _release(self, connection: _Connection) -> None:
         """Keep ``connection`` for the next call, or count it gone; wake a caller waiting for one."""
         if connection.usable():
+            connection.released_at = time.monotonic()
             self._idle.setdefault(connection.origin, []).append(connection)
         else:
             self._forget()
@@ -202,6 +221,7 @@ class _Connection(asyncio.Protocol):
 
     def __init__(self, origin: Origin):
         self.origin = origin
+        self.released_at = 0.0  # when the last exchange ended (monotonic)
         self._transport: asyncio.Transport | None = None
         self._closed = False
         self._reply: asyncio.Future | None = None
@@ -275,7 +295,7 @@ class _Connection(asyncio.Protocol):
         if headers.get("content-encoding", "identity").lower() != "identity":
             self._stop(SendFailed(f"reply compressed as {headers['content-encoding']}, which was not asked for"))
         length = headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > self._max_bytes:
+        if length is not None and _LENGTH.fullmatch(length) and int(length) > self._max_bytes:
             self._stop(ReplyTooLong())
         self._until_close = length is None and "chunked" not in headers.get("transfer-encoding", "").lower()
 

@@ -203,6 +203,71 @@ def model_reply_or_program_stdout(data: bytes) -> None:
         pass
 
 
+class _RawUpstream:
+    """A server on 127.0.0.1 that reads each request and answers with the bytes it was
+    given, as they are, then closes: a model provider whose reply (status line, headers,
+    body) is the fuzz input."""
+
+    def __init__(self) -> None:
+        import socket
+        import threading
+
+        self.reply = b""
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = "http://127.0.0.1:%d/v1" % self._listener.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            connection, _ = self._listener.accept()
+            with connection:
+                connection.settimeout(5)
+                try:
+                    head = b""
+                    while b"\r\n\r\n" not in head:
+                        head += connection.recv(65536) or b"\r\n\r\n"
+                    connection.sendall(self.reply)
+                except OSError:
+                    pass
+
+
+_raw_upstream: _RawUpstream | None = None
+
+
+def upstream_http_reply(data: bytes) -> None:
+    """A model call through each sender (httpx's, the gateway's pool) to a server answering
+    ``data``: a completion or a ProviderError, never another exception (issue 18, item 7)."""
+    import asyncio
+
+    import stamina
+
+    from admiss.config import ProviderConfig
+    from admiss.providers import ProviderError, Providers
+    from admiss.serve.transport import PooledSender
+
+    global _raw_upstream
+    if _raw_upstream is None:
+        _raw_upstream = _RawUpstream()
+    _raw_upstream.reply = data
+    config = ProviderConfig("fuzz", _raw_upstream.url, timeout_s=2, max_retries=1, max_retry_after_s=1)
+
+    async def call(pooled: bool) -> None:
+        providers = Providers({"fuzz": config}, environ={})
+        if pooled:
+            providers.use_sender(PooledSender)
+        try:
+            await providers.complete("fuzz/m", [{"role": "user", "content": "hi"}])
+        except ProviderError as error:
+            assert error.reason.startswith("provider fuzz: ")
+        finally:
+            await providers.aclose()
+
+    # No waits between retries (the Retry-After is still read), at most the one configured.
+    with stamina.set_testing(True, attempts=10, cap=True):
+        for pooled in (False, True):
+            asyncio.run(call(pooled))
+
+
 class Target(NamedTuple):
     name: str
     corpus: str
@@ -218,6 +283,7 @@ TARGETS = [
     Target("store-row", "bundles", store_row),
     Target("candidate-output", "outputs", candidate_output_through_every_gate),
     Target("model-reply", "replies", model_reply_or_program_stdout),
+    Target("upstream-headers", "upstream_headers", upstream_http_reply),
 ]
 
 

@@ -8,7 +8,9 @@ A ``route`` (given to the constructor, or set later) is a function from the reco
 request to its reply, or None to fall back to the queue: the entailment tests answer by a
 fixed rule; under concurrency, where a queue cannot say which request gets which reply,
 ``route=scripted_by_prompt`` lets each request carry its own script (see that function).
-``keep_alive=True`` speaks HTTP/1.1 and keeps connections open, as real providers do. ``python chat_server.py [PORT]`` runs one as a process and prints its URL.
+``keep_alive=True`` speaks HTTP/1.1 and keeps connections open, as real providers do.
+``tls=`` (a server-side ``ssl.SSLContext``) serves HTTPS, each handshake in the connection's
+own thread. ``python chat_server.py [PORT]`` runs one as a process and prints its URL.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import socket
+import ssl
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -91,6 +95,7 @@ def scripted_by_prompt(recorded: Recorded) -> Reply | None:
     careless providers do; ``"pad": n`` puts n characters before it), ``{"text": "... ECHO
     ...", "echo_in_text": "authorization"}`` (a 200 completion whose text repeats that header
     in place of ECHO), ``{"text": s, "usage": [prompt, completion]}`` (those token counts).
+    ``"headers": [[name, value], ...]`` adds headers to any reply.
     """
     body = recorded.body if isinstance(recorded.body, dict) else {}
     messages = body.get("messages") or [{}]
@@ -110,23 +115,53 @@ def scripted_by_prompt(recorded: Recorded) -> Reply | None:
     reply_text = str(spec.get("text", ""))
     if spec.get("vary"):
         reply_text = f"{reply_text} {next(_counter)}"
+    headers = tuple((str(name), str(value)) for name, value in spec.get("headers", ()))
     if "status" in spec:
         echoed = "x" * int(spec.get("pad", 0)) + recorded.headers.get(spec.get("echo", ""), "")
-        return Reply(status=int(spec["status"]), body={"error": {"message": f"scripted {spec['status']} {echoed}"}})
+        return Reply(status=int(spec["status"]), body={"error": {"message": f"scripted {spec['status']} {echoed}"}},
+                     headers=headers)
     if "echo_in_text" in spec:
         reply_text = reply_text.replace("ECHO", recorded.headers.get(spec["echo_in_text"], ""))
     reply = completion(reply_text, *spec["usage"]) if "usage" in spec else completion(reply_text)
-    return attrs.evolve(reply, delay_s=float(spec.get("delay", 0.0)))
+    return attrs.evolve(reply, delay_s=float(spec.get("delay", 0.0)), headers=headers)
 
 
 class _Server(ThreadingHTTPServer):
     # The stdlib's backlog of 5 drops connections when a gateway opens a hundred at once.
     request_queue_size = 256
+    tls: ssl.SSLContext | None = None
+
+    def finish_request(self, request, client_address) -> None:
+        if self.tls is not None:
+            try:
+                request = self.tls.wrap_socket(request, server_side=True)
+            except (OSError, ssl.SSLError):
+                # A client that failed the handshake (the tests about TLS make them): close as
+                # a web server does, reading what the client sent first, so the alert reaches it
+                # rather than a reset.
+                _linger(request)
+                return
+        super().finish_request(request, client_address)
+
+    def handle_error(self, request, client_address) -> None:
+        if self.tls is None:
+            super().handle_error(request, client_address)
+        # A TLS client refused after the handshake (no client certificate) ends here: expected.
+
+
+def _linger(sock) -> None:
+    try:
+        sock.shutdown(socket.SHUT_WR)
+        sock.settimeout(1.0)
+        while sock.recv(65536):
+            pass
+    except OSError:
+        pass
 
 
 class ChatServer:
     def __init__(self, route: Callable[[Recorded], Reply | None] | None = None, keep_alive: bool = False,
-                 port: int = 0) -> None:
+                 port: int = 0, tls: ssl.SSLContext | None = None) -> None:
         self.requests: list[Recorded] = []
         self.default = grade()
         self.route = route
@@ -138,6 +173,7 @@ class ChatServer:
         self._stopping = threading.Event()
         self._held: threading.Barrier | None = None
         self._http = _Server(("127.0.0.1", port), _handler_for(self, keep_alive))
+        self._http.tls = tls
         self._http.daemon_threads = True
         # A short poll interval keeps shutdown (once per test) quick.
         self._thread = threading.Thread(target=self._http.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
@@ -145,7 +181,7 @@ class ChatServer:
     @property
     def url(self) -> str:
         host, port = self._http.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"{'https' if self._http.tls else 'http'}://{host}:{port}/v1"
 
     def script(self, *replies: Reply) -> None:
         with self._lock:

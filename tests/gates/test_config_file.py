@@ -57,6 +57,17 @@ def test_every_table_is_read(tmp_path):
     assert config.gates == GateDefaults(0.001, 0.25, 10, 3)
 
 
+def test_the_route_keys_are_read_with_files_relative_to_the_config(tmp_path):
+    write(tmp_path / "certs", "x", "ca.pem")
+    write(tmp_path / "certs", "x", "me.pem")
+    config = read_config(write(tmp_path, '[providers.a]\nbase_url = "https://x"\nproxy = ""\nca_file = "certs/ca.pem"\n'
+                                         'client_cert = "certs/me.pem"\nhttp2 = true\nidle_timeout_s = 5\n'
+                                         'retry_budget_s = 10\nmax_retry_after_s = 2\n'))
+    assert config.providers["a"] == ProviderConfig(
+        "a", "https://x", proxy="", ca_file=tmp_path / "certs" / "ca.pem", client_cert=tmp_path / "certs" / "me.pem",
+        http2=True, idle_timeout_s=5.0, retry_budget_s=10.0, max_retry_after_s=2.0)
+
+
 def test_the_defaults(tmp_path):
     config = load_config(cwd=tmp_path)
     assert config == Config()
@@ -102,6 +113,15 @@ def test_a_syntax_error_is_located(tmp_path):
         ('[gates]\nbudget_window = 0\n', 2, "budget_window must be at least 1"),
         ('[providers.a]\nbase_url = "http://x"\n[providers.b]\nbase_url = "http://y"\ntimeout_s = 0\n', 5, "greater than 0"),
         ('providers = 3\n', 1, "providers must be a table, not an integer"),
+        ('[providers.a]\nbase_url = "https://x"\nca_file = "no.pem"\n', 3, "providers.a.ca_file names no.pem, which is not a file"),
+        ('[providers.a]\nbase_url = "https://x"\nclient_cert = "no.pem"\n', 3, "providers.a.client_cert names no.pem"),
+        ('[providers.a]\nbase_url = "https://x"\nclient_key = "admiss.toml"\n', 3, "client_key needs client_cert"),
+        ('[providers.a]\nbase_url = "https://x"\nproxy = "proxy:3128"\n', 3, "proxy must start with http://"),
+        ('[providers.a]\nbase_url = "https://x"\nhttp2 = "yes"\n', 3, "providers.a.http2 must be true or false"),
+        ('[providers.a]\nbase_url = "https://x"\nretry_budget_s = 0\n', 3, "greater than 0"),
+        ('[providers.a]\nbase_url = "https://x"\nidle_timeout_s = -1\n', 3, "greater than 0"),
+        ('[providers.a]\nbase_url = "https://x"\nmax_retry_after_s = nan\n', 3, "a finite number >= 0"),
+        ('[providers.a]\nbase_url = "https://u:p@x"\napi_key_env = "K"\n', 2, "base_url holds a user name or password and api_key_env"),
     ],
 )
 def test_a_wrong_value_is_located_at_its_key(tmp_path, text, line, says):

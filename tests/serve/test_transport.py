@@ -11,7 +11,7 @@ from typing import Awaitable, Callable
 import pytest
 
 from admiss.config import ProviderConfig
-from admiss.providers import CannotConnect, Reply, ReplyTooLong, SendFailed
+from admiss.providers import CannotConnect, HttpxSender, Reply, ReplyTooLong, SendFailed, route_for
 from admiss.serve.transport import PooledSender
 
 BODY = b'{"model": "m"}'
@@ -257,3 +257,25 @@ def test_https(tmp_path):
             await sender.post(url, BODY, HEADERS, 10_000)
 
     run(lambda i, r: ok(), untrusted, server_ssl=server_ssl)
+
+
+@pytest.mark.parametrize("sender_kind", ["pooled", "httpx"])
+def test_a_connection_idle_past_idle_timeout_s_is_not_reused(sender_kind):
+    async def go():
+        upstream = Upstream(lambda i, r: ok())
+        url = await upstream.start()
+        config = ProviderConfig("local", url.rsplit("/chat/completions", 1)[0], timeout_s=5, idle_timeout_s=0.3)
+        sender = PooledSender(config, route_for(config, {})) if sender_kind == "pooled" else HttpxSender(
+            config, route_for(config, {}))
+        try:
+            await sender.post(url, BODY, HEADERS, 10_000)
+            await sender.post(url, BODY, HEADERS, 10_000)  # at once: the kept connection
+            await asyncio.sleep(0.6)
+            await sender.post(url, BODY, HEADERS, 10_000)  # idle too long: a new one
+        finally:
+            await sender.aclose()
+            await upstream.stop()
+        return upstream
+
+    upstream = asyncio.run(go())
+    assert [len(c) for c in upstream.connections] == [2, 1]

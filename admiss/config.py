@@ -386,10 +386,6 @@ class _Reader:
         if not base_url.startswith(("http://", "https://")):
             self._fail(where, "base_url", f"base_url must start with http:// or https://, not {base_url!r}")
         api_key_env = self._typed(table, where, "api_key_env", str, "a string", default=None)
-        if api_key_env and _user_info(base_url):
-            # Both would be the Authorization header: one would silently replace the other.
-            self._fail(where, "base_url", "base_url holds a user name or password and api_key_env is set too",
-                       hint="a URL's user-info is sent as Basic auth; use one of the two")
         client_cert = self._file(table, where, "client_cert", folder)
         client_key = self._file(table, where, "client_key", folder)
         if client_key is not None and client_cert is None:
@@ -506,10 +502,6 @@ class _Reader:
               code: str = "E001") -> None:
         span = _locate(self.source.text, where, key)
         raise InputError([Diagnostic(code, message, span=span, hint=hint, file=self.source.name)], self.source)
-
-
-def _user_info(url: str) -> bool:
-    return "@" in url.split("://", 1)[-1].split("/", 1)[0]
 
 
 def _dotted(where: tuple[str, ...], key: str) -> str:

@@ -415,6 +415,9 @@ class ChatClient:
         self.route = route if route is not None else route_for(config, self._environ)
         self._sender = sender if sender is not None else HttpxSender(config, self.route)
         self._url = f"{config.base_url}/chat/completions"
+        # With a key the Authorization header is the Bearer key's: the URL's user-info is not
+        # sent at all (httpx would put it in that same header as Basic auth, over the key).
+        self._sent_url = shown_url(self._url) if config.api_key_env else self._url
         self._url_secrets = url_secrets([config.base_url])
 
     async def complete(self, model: str, messages: Sequence[Mapping[str, Any]],
@@ -498,7 +501,7 @@ class ChatClient:
         config = self.config
         seconds = min(config.timeout_s, remaining_s)
         try:
-            return await _within(seconds, self._sender.post(self._url, body, headers, config.max_reply_bytes))
+            return await _within(seconds, self._sender.post(self._sent_url, body, headers, config.max_reply_bytes))
         except CannotConnect as exc:
             raise _Retryable(None, str(exc)) from None
         except (TimeoutError, asyncio.TimeoutError):

@@ -121,7 +121,6 @@ def test_a_syntax_error_is_located(tmp_path):
         ('[providers.a]\nbase_url = "https://x"\nretry_budget_s = 0\n', 3, "greater than 0"),
         ('[providers.a]\nbase_url = "https://x"\nidle_timeout_s = -1\n', 3, "greater than 0"),
         ('[providers.a]\nbase_url = "https://x"\nmax_retry_after_s = nan\n', 3, "a finite number >= 0"),
-        ('[providers.a]\nbase_url = "https://u:p@x"\napi_key_env = "K"\n', 2, "base_url holds a user name or password and api_key_env"),
     ],
 )
 def test_a_wrong_value_is_located_at_its_key(tmp_path, text, line, says):

@@ -219,6 +219,19 @@ def test_http2_is_spoken_where_the_server_offers_it(pki, proxy):
         server.stop()
 
 
+def test_with_a_key_too_the_key_is_sent_and_the_user_info_is_not():
+    server = ChatServer().start()
+    try:
+        host = server.url.split("//")[1]
+        config = ProviderConfig("p", f"http://alice:secret@{host}", api_key_env="P_KEY", max_retries=0)
+        call(config, {"P_KEY": "sk-key"})
+        [request] = server.requests
+        assert request.headers["authorization"] == "Bearer sk-key"
+        assert "secret" not in json.dumps(request.headers) and "alice" not in json.dumps(request.headers)
+    finally:
+        server.stop()
+
+
 def test_the_route_in_words_says_proxy_trust_and_sender(pki, upstream, proxy):
     providers = Providers({"tls": ProviderConfig("tls", upstream.url, ca_file=pki.ca),
                            "plain": ProviderConfig("plain", "http://127.0.0.1:9/v1")},

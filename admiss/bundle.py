@@ -105,6 +105,17 @@ def _decoded(text: str | bytes, name: str, line_offset: int) -> Any:
         raise BundleError([Diagnostic("B001", "invalid JSON: not UTF-8 text", file=name)]) from None
 
 
+def repeated_key(text: str, value: Any) -> str | None:
+    """The JSON path of the first key repeated within one object of JSON ``text`` (whose
+    decoded value is ``value``), "$" when it is nested too deeply to tell; else None. For
+    JSON inside a trace (a tool's result, an attribute's text), where the same rule holds."""
+    try:
+        found = first_repeated_key(text, value)
+    except (RecursionError, ValueError):  # too deep to walk, or a number too long: unproven
+        return "$"
+    return found[0] if found is not None else None
+
+
 def _refuse_repeated_keys(text: str | bytes, value: Any, name: str, line_offset: int) -> None:
     """BundleError B008 at the first key repeated within one object of ``text``, if any."""
     try:

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 from admiss import ir
 from admiss.collector import collector_paused
 from admiss.compiler import CompiledRubric, compile_ir
-from admiss.errors import Diagnostic, IRError, RubricCompileError, RubricSyntaxError
+from admiss.errors import AdmissError, Diagnostic, IRError, RubricCompileError, RubricSyntaxError
 from admiss.interpreter import CheckReport, Runtime, check_bundle, check_trace
 from admiss.source import Source, Span
-from admiss.traces.input import as_trace
+from admiss.traces.input import as_trace, is_trace
 
 if TYPE_CHECKING:
     from admiss.parser import Tree
@@ -109,6 +109,44 @@ class Rubric:
 
         read = as_trace(trace, name or "<input>", trace_format) or read_trace(trace, name or "<input>")
         return explained_bundle(self.compiled.mapping, read)
+
+    def import_runs(self, value: Any, name: str | None = None, trace_format: str | None = None
+                    ) -> list[tuple[str, "dict | AdmissError"]]:
+        """``import_trace`` of every run ``value`` holds (``traces.read.read_traces``: the runs
+        of a JSON array of runs, the cases of an ADK eval set or result), in order, each
+        with its name; a run that cannot be read has its error in place of its bundle."""
+        out: list[tuple[str, dict | AdmissError]] = []
+        for run_name, run in self._runs(value, name or "<input>", trace_format):
+            try:
+                out.append((run_name, run if isinstance(run, AdmissError) else self.import_trace(run, run_name)))
+            except AdmissError as error:
+                out.append((run_name, error))
+        return out
+
+    def check_runs(self, value: Any, name: str | None = None, chain: str | None = None,
+                   trace_format: str | None = None, live: bool = False) -> list[tuple[str, "CheckReport | AdmissError"]]:
+        """``check`` of every run ``value`` holds, in order, each with its name (one item for
+        a bundle or a one-run trace); a run that cannot be read or checked has its error in
+        place of its report."""
+        out: list[tuple[str, CheckReport | AdmissError]] = []
+        for run_name, run in self._runs(value, name or "<input>", trace_format):
+            try:
+                out.append((run_name, run if isinstance(run, AdmissError) else
+                            self.check(run, run_name, chain, live=live)))
+            except AdmissError as error:
+                out.append((run_name, error))
+        return out
+
+    @staticmethod
+    def _runs(value: Any, name: str, trace_format: str | None) -> list[tuple[str, Any]]:
+        from admiss.traces.read import read_traces
+
+        if trace_format is None and not is_trace(value):
+            try:  # a bundle, or both a bundle and a trace (B030)
+                return [(name, as_trace(value, name) or value)]
+            except AdmissError as error:
+                return [(name, error)]
+        return read_traces(value, name, trace_format)
 
     def to_ir_json(self) -> str:
         """The IR as deterministic JSON text (what ``admiss compile`` writes)."""

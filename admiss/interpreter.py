@@ -181,6 +181,8 @@ def check_trace(rubric: CompiledRubric, trace: "Trace", name: str | None = None,
     report = check_bundle(rubric, bundle, name, runtime, chain, live, trace.request_messages() if live else None,
                           made=True)
     report.trace = {"format": trace.format, "not_offered": not_offered}
+    if not trace.steps:
+        report.trace["warnings"] = trace.warnings()
     return report
 
 

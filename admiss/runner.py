@@ -255,10 +255,40 @@ class CheckRun:
         try:
             if number:
                 text = _line_text(text, path, number)
-            report = self.report_for(parse_bundle_text(text, path, number - 1 if number else 0), path, name)
+            value = parse_bundle_text(text, path, number - 1 if number else 0)
+            from admiss.traces import adk  # the readers load only for a value that may be a trace
+            from admiss.traces.read import is_run_list
+
+            if self.options.trace is not None or is_run_list(value) or adk.eval_cases(value) is not None:
+                return self.runs_outcome(value, path, name)
+            report = self.report_for(value, path, name)
         except AdmissError as error:
             return self.error_outcome(error, name)
-        return self.shown(report), None, EXIT_PASS if report.verdict == "pass" else EXIT_FAIL, report.verdict
+        return self.shown(report), warned(report, name), EXIT_PASS if report.verdict == "pass" else EXIT_FAIL, \
+            report.verdict
+
+    def runs_outcome(self, value: Any, path: str, name: str) -> Outcome:
+        """The outcome of a value that may hold several runs (a JSON array of runs, an ADK
+        eval set or result): a report per run, in order, each named for its index."""
+        runs = self.rubric_for(value, path, name).check_runs(value, name, self.options.chain, self.options.trace,
+                                                            self.options.live)
+        if len(runs) == 1 and not isinstance(runs[0][1], AdmissError):
+            report = runs[0][1]
+            return self.shown(report), warned(report, name), EXIT_PASS if report.verdict == "pass" else EXIT_FAIL, \
+                report.verdict
+        many, self.many = self.many, True
+        try:
+            outcomes = [self.error_outcome(run, run_name) if isinstance(run, AdmissError) else
+                        (self.shown(run), warned(run, run_name), EXIT_PASS if run.verdict == "pass" else EXIT_FAIL,
+                         run.verdict) for run_name, run in runs]
+        finally:
+            self.many = many
+        shown = [o[0] for o in outcomes if o[0] is not None]
+        gap = b"\n\n" if self.options.fmt == "text" else b"\n"
+        errors = "\n".join(o[1] for o in outcomes if o[1] is not None) or None
+        code = max(o[2] for o in outcomes)
+        verdict = "error" if code == EXIT_BAD_INPUT else "fail" if code == EXIT_FAIL else "pass"
+        return (shown if self.options.fmt == "rich" else gap.join(shown) if shown else None), errors, code, verdict
 
     def shown(self, report) -> Any:
         # One bundle prints one report as it is; several print JSON Lines, or text reports
@@ -278,6 +308,12 @@ class CheckRun:
             # Keep one output line per input line, so results stay aligned with the batch.
             shown = dumps_line({"bundle": name, "error": [d.to_dict() for d in error.diagnostics]})
         return shown, error.render(), EXIT_BAD_INPUT, "error"
+
+
+def warned(report, name: str) -> str | None:
+    """The warnings of a trace's report, for stderr (a trace that gave no steps)."""
+    warnings = (report.trace or {}).get("warnings") if getattr(report, "trace", None) else None
+    return "\n".join(f"{name}: warning: {warning}" for warning in warnings) if warnings else None
 
 
 def _line_text(raw: str | bytes, path: str, number: int) -> str:
@@ -372,7 +408,8 @@ class _Writer:
             self.err.write(error + "\n")
         if shown is not None:
             if self.run.options.fmt == "rich":
-                self.rich_writer().write(shown)
+                for report in shown if isinstance(shown, list) else (shown,):
+                    self.rich_writer().write(report)
             else:
                 if self.printed and self.gap:
                     self.out.write(b"\n")
@@ -435,7 +472,8 @@ def _run_here(run: CheckRun, paths: list[Path], progress) -> int:
 
 
 def import_traces(rubric, paths: list[Path], trace_format: str | None) -> int:
-    """``admiss import``: the explained bundle of every trace in ``paths``; the exit code."""
+    """``admiss import``: the explained bundle of every run in ``paths`` (a file of many runs
+    gives one per run, in order); the exit code."""
     many = len(paths) > 1 or any(p.suffix == ".jsonl" for p in paths)
     exit_code = EXIT_PASS
     for unit in units_of(paths):
@@ -446,14 +484,19 @@ def import_traces(rubric, paths: list[Path], trace_format: str | None) -> int:
             name = f"{path}:{number}" if number else path
             if number:
                 text = _line_text(text, path, number)
-            explained = rubric.import_trace(parse_bundle_text(text, path, number - 1 if number else 0),
-                                            name, trace_format)
+            runs = rubric.import_runs(parse_bundle_text(text, path, number - 1 if number else 0), name, trace_format)
         except AdmissError as error:
+            runs = [(None, error)]
+        for run_name, run in runs:
             sys.stdout.flush()
-            sys.stderr.write(error.render() + "\n")
-            exit_code = EXIT_BAD_INPUT
-            continue
-        sys.stdout.buffer.write((dumps_line if many else dumps_indented)(explained) + b"\n")
+            if isinstance(run, AdmissError):
+                sys.stderr.write(run.render() + "\n")
+                exit_code = EXIT_BAD_INPUT
+                continue
+            for warning in run["trace"].get("warnings", ()):
+                sys.stderr.write(f"{run_name}: warning: {warning}\n")
+            shown = {"run": run_name, **run} if len(runs) > 1 else run
+            sys.stdout.buffer.write((dumps_line if many or len(runs) > 1 else dumps_indented)(shown) + b"\n")
     return exit_code
 
 

@@ -31,7 +31,9 @@ _CAMEL = {"function_call": "functionCall", "function_response": "functionRespons
           "user_content": "userContent", "final_response": "finalResponse", "intermediate_data": "intermediateData",
           "tool_uses": "toolUses", "tool_responses": "toolResponses",
           "intermediate_responses": "intermediateResponses", "invocation_events": "invocationEvents",
-          "invocation_id": "invocationId"}
+          "invocation_id": "invocationId", "eval_case_results": "evalCaseResults",
+          "eval_metric_result_per_invocation": "evalMetricResultPerInvocation",
+          "actual_invocation": "actualInvocation", "session_details": "sessionDetails"}
 
 
 def _key(holder: dict, key: str) -> str:
@@ -39,54 +41,90 @@ def _key(holder: dict, key: str) -> str:
     return key if key in holder or _CAMEL.get(key) not in holder else _CAMEL[key]
 
 
-def _get(holder: dict, key: str) -> tuple[str, Any]:
+def _get(holder: dict, key: str, name: str, where: str) -> tuple[str, Any]:
+    """The value of ``key`` in either spelling; B021 when ``holder`` has both, as each
+    could say something else (a call that failed in one and succeeded in the other)."""
+    camel = _CAMEL.get(key)
+    if camel is not None and key in holder and camel in holder:
+        fail(name, f"{where}.{camel}" if where else camel, f"both \"{key}\" and \"{camel}\": one field, spelled twice",
+             hint="keep one spelling; which one ADK would read is not for a trace to decide")
     key = _key(holder, key)
     return key, holder.get(key)
 
 
 def mismatch(value: Any) -> tuple[str, str] | None:
-    """Where and why ``value`` is not an ADK session or eval case/set, or None when it is one."""
+    """Where and why ``value`` is not an ADK session, eval case/set or eval result, or None when it is one."""
     if not isinstance(value, dict):
-        return "$", "not an object (an ADK session, eval case or eval set)"
-    for key in ("events", _key(value, "eval_cases"), "conversation"):
+        return "$", "not an object (an ADK session, eval case, eval set or eval result)"
+    for key in ("events", _key(value, "eval_cases"), "conversation", _key(value, "eval_case_results"),
+                _key(value, "eval_metric_result_per_invocation")):
         if key in value:
             return None if isinstance(value[key], list) else (key, "not an array")
-    return "$", "no \"events\" (a session), \"conversation\" (an eval case) or \"eval_cases\" (an eval set)"
+    return "$", ("no \"events\" (a session), \"conversation\" (an eval case), \"eval_cases\" (an eval set) or "
+                 "\"eval_case_results\" (an eval result)")
 
 
 def read(value: Any, name: str) -> Trace:
-    """The Trace of an ADK session, eval case or one-case eval set; TraceError at the first element that breaks."""
+    """The Trace of an ADK session, eval case, eval case result, or a one-case eval set or
+    result; TraceError at the first element that breaks."""
     steps = Steps(NAME, name)
     typed(value, dict, name, "$")
-    cases_key = _key(value, "eval_cases")
     if "events" in value:
         _events(steps, typed(value["events"], list, name, "events"), "events", name)
-    elif cases_key in value:
-        cases = typed(value[cases_key], list, name, cases_key)
+        return steps.trace()
+    cases = eval_cases(value)
+    if cases is not None:
         if len(cases) != 1:
-            fail(name, cases_key, f"an eval set of {len(cases)} eval cases: a trace is one run", MANY_CASES,
-                 hint="read each case as a trace of its own (admiss.traces.read.read_traces)")
-        return read_case(cases[0], name, f"{cases_key}[0]")
-    elif "conversation" in value:
-        _case(steps, value, "", name)
-    else:
-        fail(name, "$", "no \"events\", \"conversation\" or \"eval_cases\": not an ADK session, eval case or eval set")
-    return steps.trace()
+            key = _many_key(value)
+            whole = "eval set" if key == _key(value, "eval_cases") else "eval result"
+            fail(name, key, f"an {whole} of {len(cases)} eval cases: a trace is one run", MANY_CASES,
+                 hint="each case is a run of its own: `admiss check` and `admiss import` read every case, "
+                      "and so does admiss.traces.read.read_traces")
+        path, case = cases[0]
+        return read_case(case, name, path)
+    if "conversation" in value or _key(value, "eval_metric_result_per_invocation") in value:
+        return read_case(value, name, "")
+    fail(name, "$", "no \"events\", \"conversation\", \"eval_cases\" or \"eval_case_results\": not an ADK "
+                    "session, eval case, eval set or eval result")
+
+
+def _many_key(value: dict) -> str:
+    return _key(value, "eval_cases") if _key(value, "eval_cases") in value else _key(value, "eval_case_results")
 
 
 def eval_cases(value: Any) -> list[tuple[str, Any]] | None:
-    """The eval cases of an eval set, each with its JSON path; None when ``value`` is no eval set."""
+    """The cases of an eval set or eval set result, each with its JSON path; None when
+    ``value`` is neither."""
     if not isinstance(value, dict) or "events" in value:
         return None
-    key = _key(value, "eval_cases")
+    key = _many_key(value)
     cases = value.get(key)
     return [(f"{key}[{i}]", case) for i, case in enumerate(cases)] if isinstance(cases, list) else None
 
 
 def read_case(case: Any, name: str, path: str) -> Trace:
-    """The Trace of the eval case at JSON ``path`` of an eval set."""
+    """The Trace of the eval case (or eval case result) at JSON ``path`` ("" for the whole value).
+
+    An eval case result is read from its session's events when it has them, else from its
+    actual invocations (``eval_metric_result_per_invocation[].actual_invocation``); the
+    expected invocations beside them are the reference, not the run, and are skipped."""
     steps = Steps(NAME, name)
-    _case(steps, typed(case, dict, name, path), f"{path}.", name)
+    base = f"{path}." if path else ""
+    case = typed(case, dict, name, path or "$")
+    key, session = _get(case, "session_details", name, path)
+    per_key, per_invocation = _get(case, "eval_metric_result_per_invocation", name, path)
+    if isinstance(session, dict) and isinstance(session.get("events"), list):
+        _events(steps, session["events"], f"{base}{key}.events", name)
+    elif per_invocation is not None:
+        for k, result in enumerate(typed(per_invocation, list, name, f"{base}{per_key}")):
+            at = f"{base}{per_key}[{k}]"
+            actual_key, actual = _get(typed(result, dict, name, at), "actual_invocation", name, at)
+            if actual is None:
+                fail(name, f"{at}.actual_invocation", "missing")
+            _invocation(steps, typed(actual, dict, name, f"{at}.{actual_key}"), k, f"{at}.{actual_key}", name,
+                        expected=False)
+    else:
+        _case(steps, case, base, name)
     return steps.trace()
 
 
@@ -131,11 +169,11 @@ def _parts(steps: Steps, parts: Any, user: bool, ref: StepRef, where: str, name:
                 texts.append(text)
             continue
         only_text = False
-        key, call = _get(part, "function_call")
+        key, call = _get(part, "function_call", name, at)
         if call is not None:
             _call(steps, typed(call, dict, name, f"{at}.{key}"), part_ref, f"{at}.{key}", name)
             continue
-        key, response = _get(part, "function_response")
+        key, response = _get(part, "function_response", name, at)
         if response is not None:
             _response(steps, typed(response, dict, name, f"{at}.{key}"), part_ref, f"{at}.{key}", name)
             continue
@@ -158,9 +196,11 @@ def _response(steps: Steps, response: dict, ref: StepRef, where: str, name: str)
     call_id = _optional_str(response, "id", name, where)
     tool = _name(response, name, where)
     result = response.get("response")
-    steps.answer(call_id, result, error_in(result),
-                 StepRef(NAME, ref.path, ref.message_index, call_id, event_id=ref.event_id),
-                 _key_under(ref, where, "id" if call_id is not None else "name"), tool)
+    answered = steps.answer(call_id, result, error_in(result),
+                            StepRef(NAME, ref.path, ref.message_index, call_id, event_id=ref.event_id),
+                            _key_under(ref, where, "id" if call_id is not None else "name"), tool)
+    if result is None:  # an answer that carries no result says nothing of how the call went
+        steps.no_result(answered, answered.result_ref, "function_response with no response")
 
 
 def _key_under(ref: StepRef, where: str, key: str) -> str:
@@ -185,38 +225,50 @@ def _case(steps: Steps, case: dict, base: str, name: str) -> None:
     conversation = typed(case.get("conversation"), list, name, f"{base}conversation")
     for k, invocation in enumerate(conversation):
         where = f"{base}conversation[{k}]"
-        typed(invocation, dict, name, where)
-        key, invocation_id = _get(invocation, "invocation_id")
-        invocation_id = invocation_id if type(invocation_id) is str and invocation_id else None
-        key, user = _get(invocation, "user_content")
-        if user is not None:
-            _content(steps, user, True, StepRef(NAME, f"{where}.{key}", k, event_id=invocation_id), name)
-        key, data = _get(invocation, "intermediate_data")
-        if data is not None:
-            _intermediate(steps, typed(data, dict, name, f"{where}.{key}"), k, invocation_id, f"{where}.{key}", name)
-        key, final = _get(invocation, "final_response")
-        if final is not None:
-            _content(steps, final, False, StepRef(NAME, f"{where}.{key}", k, event_id=invocation_id), name)
+        _invocation(steps, typed(invocation, dict, name, where), k, where, name, expected=True)
+
+
+def _invocation(steps: Steps, invocation: dict, k: int, where: str, name: str, expected: bool) -> None:
+    """One invocation; with ``expected`` (an eval case's), tool uses with no responses are
+    the expected trajectory and are skipped, not read as calls that got no result."""
+    key, invocation_id = _get(invocation, "invocation_id", name, where)
+    invocation_id = invocation_id if type(invocation_id) is str and invocation_id else None
+    key, user = _get(invocation, "user_content", name, where)
+    if user is not None:
+        _content(steps, user, True, StepRef(NAME, f"{where}.{key}", k, event_id=invocation_id), name)
+    key, data = _get(invocation, "intermediate_data", name, where)
+    if data is not None:
+        _intermediate(steps, typed(data, dict, name, f"{where}.{key}"), k, invocation_id, f"{where}.{key}", name,
+                      expected)
+    key, final = _get(invocation, "final_response", name, where)
+    if final is not None:
+        _content(steps, final, False, StepRef(NAME, f"{where}.{key}", k, event_id=invocation_id), name)
 
 
 def _content(steps: Steps, content: Any, user: bool, ref: StepRef, name: str) -> None:
     _parts(steps, typed(content, dict, name, ref.path).get("parts"), user, ref, f"{ref.path}.parts", name)
 
 
-def _intermediate(steps: Steps, data: dict, k: int, invocation_id: str | None, where: str, name: str) -> None:
-    key, events = _get(data, "invocation_events")
+def _intermediate(steps: Steps, data: dict, k: int, invocation_id: str | None, where: str, name: str,
+                  expected: bool) -> None:
+    key, events = _get(data, "invocation_events", name, where)
     if events is not None:
         _events(steps, typed(events, list, name, f"{where}.{key}"), f"{where}.{key}", name)
         return
-    key, uses = _get(data, "tool_uses")
+    key, uses = _get(data, "tool_uses", name, where)
+    response_key, responses = _get(data, "tool_responses", name, where)
+    reference = expected and not responses
     for m, call in enumerate(typed(uses, list, name, f"{where}.{key}") if uses is not None else ()):
         at = f"{where}.{key}[{m}]"
-        _call(steps, typed(call, dict, name, at), StepRef(NAME, at, k, event_id=invocation_id), at, name)
-    key, responses = _get(data, "tool_responses")
-    for m, response in enumerate(typed(responses, list, name, f"{where}.{key}") if responses is not None else ()):
-        at = f"{where}.{key}[{m}]"
+        if reference:
+            steps.skip(StepRef(NAME, at, k, event_id=invocation_id),
+                       "expected tool call (an eval case's reference trajectory, not a call that ran)")
+        else:
+            _call(steps, typed(call, dict, name, at), StepRef(NAME, at, k, event_id=invocation_id), at, name)
+    for m, response in enumerate(typed(responses, list, name, f"{where}.{response_key}") if responses else ()):
+        at = f"{where}.{response_key}[{m}]"
         _response(steps, typed(response, dict, name, at), StepRef(NAME, at, k, event_id=invocation_id), at, name)
-    key, said = _get(data, "intermediate_responses")
+    key, said = _get(data, "intermediate_responses", name, where)
     for m, pair in enumerate(typed(said, list, name, f"{where}.{key}") if said is not None else ()):
         at = f"{where}.{key}[{m}]"
         if type(pair) is not list or len(pair) != 2:

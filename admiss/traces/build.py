@@ -178,6 +178,16 @@ def _content_text(content: Any) -> str:
                     if isinstance(item, dict) and isinstance(item.get("text"), str))
 
 
+def int_text(text: str, max_digits: int = 20) -> int | None:
+    """The integer ``text`` writes in ASCII digits (an optional "-", at most ``max_digits``
+    digits), else None: ``str.isdigit`` takes "²" and other digits ``int`` refuses, and
+    ``int`` refuses strings of more than 4,300 digits."""
+    digits = text[1:] if text[:1] == "-" else text
+    if digits.isascii() and digits.isdigit() and len(digits) <= max_digits:
+        return int(text)
+    return None
+
+
 def short(text: str) -> str:
     """``text``, cut to a length fit to quote in a report."""
     return text if len(text) <= _ERROR_CHARS else text[: _ERROR_CHARS - 1] + "…"

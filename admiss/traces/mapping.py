@@ -110,7 +110,7 @@ def _getter(path: str) -> Callable[[Step], Any]:
         for key in keys:
             if isinstance(value, dict):
                 value = value.get(key, _MISSING)
-            elif isinstance(value, list) and key.isdigit() and int(key) < len(value):
+            elif isinstance(value, list) and key.isascii() and key.isdigit() and int(key) < len(value):
                 value = value[int(key)]
             else:
                 return _MISSING
@@ -334,4 +334,6 @@ def explained_bundle(mapping: CompiledMapping, trace: Trace) -> dict:
     evidence, not_offered = mapping.split(trace, explain=True)
     bundle = bundle_of(trace, evidence)
     bundle["trace"] = {"format": trace.format, "steps": len(trace.steps), "not_offered": not_offered}
+    if not trace.steps:
+        bundle["trace"]["warnings"] = trace.warnings()
     return bundle

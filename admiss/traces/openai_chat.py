@@ -77,11 +77,11 @@ def read(value: Any, name: str) -> Trace:
             call_id = message.get("tool_call_id")
             if type(call_id) is not str:
                 field(message, "tool_call_id", str, name, where)
-            text = content_text(message.get("content"), name, where)
+            text = content_text(message.get("content"), name, where, steps, i)
             steps.answer(call_id, text, text_error(text), StepRef(NAME, where, i, call_id), "tool_call_id",
                          from_text=True)
         elif role in _TEXT_ROLES:
-            text = content_text(message.get("content"), name, where)
+            text = content_text(message.get("content"), name, where, steps, i)
             if text:
                 steps.add(Step(_TEXT_ROLES[role], StepRef(NAME, where, i), text=text))
             else:
@@ -93,7 +93,7 @@ def read(value: Any, name: str) -> Trace:
 
 
 def _assistant(steps: Steps, message: dict, i: int, where: str, name: str) -> None:
-    text = content_text(message.get("content"), name, where)
+    text = content_text(message.get("content"), name, where, steps, i)
     if not text and isinstance(message.get("refusal"), str):
         text = message["refusal"]
     if text:
@@ -125,8 +125,10 @@ def _assistant(steps: Steps, message: dict, i: int, where: str, name: str) -> No
         steps.skip(StepRef(NAME, where, i), "assistant message with no text and no tool calls")
 
 
-def content_text(content: Any, name: str, where: str) -> str:
-    """The text of a message's ``content``: a string, or its text parts joined by newlines."""
+def content_text(content: Any, name: str, where: str, steps: Steps, i: int) -> str:
+    """The text of a message's ``content``: a string, or its text parts joined by newlines.
+    Other parts (images, audio, files) are listed as skipped; an Anthropic block (a tool call
+    or result written Anthropic's way) is refused, as reading past it would lose a call."""
     if content is None or type(content) is str:
         return content or ""
     if type(content) is not list:
@@ -137,4 +139,9 @@ def content_text(content: Any, name: str, where: str) -> str:
         kind = field(typed(part, dict, name, at), "type", str, name, at)
         if kind == "text" or kind == "refusal":
             texts.append(field(part, kind, str, name, at))
+        elif kind in ANTHROPIC_BLOCKS:
+            fail(name, f"{at}.type", f"a {kind} block is Anthropic's, in a trace read as Chat Completions",
+                 hint="a trace mixes the two formats; if it is Anthropic Messages, name it: --trace anthropic")
+        else:
+            steps.skip(StepRef(NAME, at, i), f"{kind} part")
     return "\n".join(texts)

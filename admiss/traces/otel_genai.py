@@ -29,8 +29,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from admiss.bundle import repeated_key
 from admiss.traces.build import (
-    DANGLING, Steps, error_in, fail, field, short, text_error, type_word, typed,
+    DANGLING, Steps, error_in, fail, field, int_text, short, text_error, type_word, typed,
 )
 from admiss.traces.steps import ASSISTANT_TEXT, REASONING, SYSTEM, USER, Step, StepRef, Trace
 
@@ -38,6 +39,12 @@ NAME = "otel_genai"
 CHAT_OPERATIONS = frozenset(("chat", "generate_content", "text_completion"))
 _ERROR_CODES = (2, "2", "STATUS_CODE_ERROR")
 _ROLES = {"user": USER, "system": SYSTEM}
+# The attributes of a model call's content.
+_CONTENT = frozenset(("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions"))
+# The attributes the reader reads: an event may repeat one only with the span's own value.
+_READ = frozenset(("gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.tool.call.id", "gen_ai.tool.call.arguments",
+                   "gen_ai.tool.call.result", "gen_ai.input.messages", "gen_ai.output.messages",
+                   "gen_ai.system_instructions", "error.type"))
 
 
 def mismatch(value: Any) -> tuple[str, str] | None:
@@ -53,9 +60,31 @@ def read(value: Any, name: str) -> Trace:
     if "resourceSpans" not in value:
         fail(name, "$", "no \"resourceSpans\": an OTel GenAI trace is an OTLP JSON export")
     reading = _Reading(Steps(NAME, name), name)
-    for span, where in _spans_in_order(value, name):
+    spans = _spans_in_order(value, name)
+    for span, where in spans:
         reading.span(span, where)
-    return reading.steps.trace(reading.model)
+    trace = reading.steps.trace(reading.model)
+    if not trace.steps and (reading.contentless or spans and not reading.operations):
+        fail(name, "resourceSpans", _no_content(len(spans), reading), NO_CONTENT, hint=_CAPTURE_HINT)
+    return trace
+
+
+# B031: spans that hold no agent content a reader can read.
+NO_CONTENT = "B031"
+_CAPTURE_HINT = ("turn content capture on where the trace is written: for the OpenTelemetry GenAI "
+                 "instrumentations, OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental with "
+                 "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=span_only (content on the spans; in "
+                 "log events admiss does not read it); for Google ADK, ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS=true; "
+                 "see docs/traces.md")
+
+
+def _no_content(spans: int, reading: "_Reading") -> str:
+    """What a file of spans that gave no step held, for B031."""
+    if reading.contentless:
+        return (f"{spans} spans, {reading.contentless} of them model calls with no messages: the content was not "
+                "captured (or went to log events)")
+    found = ", ".join(f"{prefix}.*" for prefix in sorted(reading.foreign)[:6]) or "none"
+    return f"{spans} spans, none with a gen_ai.operation.name (attributes found: {found}): no GenAI content"
 
 
 def _spans_in_order(value: dict, name: str) -> list[tuple[dict, str]]:
@@ -74,9 +103,13 @@ def _spans_in_order(value: dict, name: str) -> list[tuple[dict, str]]:
 
 def _start(span: dict, name: str, where: str) -> int:
     start = span.get("startTimeUnixNano", 0)
-    if type(start) is int or type(start) is str and start.isdigit():
-        return int(start)
-    fail(name, f"{where}.startTimeUnixNano", f"must be a number of nanoseconds, not {type_word(start)}")
+    if type(start) is int:
+        return start
+    nanoseconds = int_text(start) if type(start) is str else None
+    if nanoseconds is not None and nanoseconds >= 0:
+        return nanoseconds
+    fail(name, f"{where}.startTimeUnixNano", f"must be a number of nanoseconds, not "
+         f"{'the text ' + repr(short(start)) if type(start) is str else type_word(start)}")
 
 
 def any_value(value: Any, name: str, where: str) -> Any:
@@ -88,7 +121,8 @@ def any_value(value: Any, name: str, where: str) -> Any:
     if kind == "stringValue" or kind == "boolValue" or kind == "doubleValue" or kind == "bytesValue":
         return inner
     if kind == "intValue":
-        return int(inner) if type(inner) is str and inner.lstrip("-").isdigit() else inner
+        number = int_text(inner) if type(inner) is str else None
+        return inner if number is None else number  # OTLP JSON writes a 64-bit integer as text
     if kind == "arrayValue":
         values = field(typed(inner, dict, name, f"{where}.arrayValue"), "values", list, name, f"{where}.arrayValue") \
             if inner else []
@@ -105,6 +139,9 @@ def _attributes(pairs: Any, name: str, where: str) -> dict[str, Any]:
     for i, pair in enumerate(typed(pairs, list, name, where)):
         at = f"{where}[{i}]"
         key = field(typed(pair, dict, name, at), "key", str, name, at)
+        if key in out:  # which of the two a reader keeps is the reading that could pass a failed call
+            fail(name, f"{at}.key", f"attribute '{short(key)}' given twice in one attribute list",
+                 hint="an exporter writes each key once; keep one")
         out[key] = any_value(pair.get("value", {}), name, f"{at}.value")
     return out
 
@@ -117,28 +154,40 @@ class _Reading:
         self.steps, self.name = steps, name
         self.system: str | None = None
         self.model: str | None = None
+        self.contentless = 0  # model-call spans with no content captured
+        self.operations = 0  # spans with a GenAI operation of any kind
+        self.foreign: set[str] = set()  # attribute namespaces of the spans with no GenAI operation
 
     def span(self, span: dict, where: str) -> None:
         attributes = _attributes(span.get("attributes", []), self.name, f"{where}.attributes")
         events = span.get("events", [])
+        exceptions: list[str] = []
         for i, event in enumerate(typed(events, list, self.name, f"{where}.events")):
             at = f"{where}.events[{i}]"
-            for key, value in _attributes(typed(event, dict, self.name, at).get("attributes", []), self.name,
-                                          f"{at}.attributes").items():
+            typed(event, dict, self.name, at)
+            for key, value in _attributes(event.get("attributes", []), self.name, f"{at}.attributes").items():
+                if key in _READ and key in attributes and attributes[key] != value:
+                    fail(self.name, f"{at}.attributes", f"'{key}' here differs from the span's or an earlier "
+                         "event's: which one holds is ambiguous", hint="an exporter writes each key once; keep one")
+                if event.get("name") == "exception" and key == "exception.message":
+                    exceptions.append(str(value))
                 attributes.setdefault(key, value)
         span_id = span.get("spanId") if type(span.get("spanId")) is str else None
         operation = attributes.get("gen_ai.operation.name")
         ref = StepRef(NAME, where, span_id=span_id)
+        self.operations += type(operation) is str
         if type(operation) is not str:
             self.steps.skip(ref, "span with no GenAI operation")
+            self.foreign.update(key.split(".", 1)[0] for key in attributes if "." in key)
         elif operation == "execute_tool":
-            self.tool(span, attributes, ref)
+            self.tool(span, attributes, ref, exceptions)
         elif operation in CHAT_OPERATIONS:
+            self.contentless += _CONTENT.isdisjoint(attributes)
             self.chat(attributes, ref)
         else:
             self.steps.skip(ref, f"{operation} span")
 
-    def tool(self, span: dict, attributes: dict, ref: StepRef) -> None:
+    def tool(self, span: dict, attributes: dict, ref: StepRef, exceptions: list[str]) -> None:
         where = ref.path
         tool = attributes.get("gen_ai.tool.name")
         if not isinstance(tool, str):
@@ -152,7 +201,7 @@ class _Reading:
         has_result = "gen_ai.tool.call.result" in attributes
         result = attributes.get("gen_ai.tool.call.result")
         from_text = isinstance(result, str)
-        error = _span_error(span, attributes)
+        error = _span_error(span, attributes, exceptions)
         if error is None and not has_result:
             if requested:  # the span is not the call itself, and gives it nothing
                 self.steps.skip(ref, "execute_tool span with no result recorded")
@@ -199,16 +248,25 @@ class _Reading:
                 text = _parts_text(parts, self.name, f"{at}.parts")
                 if text:
                     self.steps.add(Step(_ROLES[role], ref, text=text))
-                else:
+                elif not any(isinstance(part, dict) and part.get("type") == "tool_call_response" for part in parts):
                     self.steps.skip(ref, f"{role} message with no text")
+                # ADK sends a tool's response back in a user message
+                self.tool_responses([part for part in parts if isinstance(part, dict)
+                                     and part.get("type") == "tool_call_response"], f"{at}.parts", i, span,
+                                    [j for j, part in enumerate(parts) if isinstance(part, dict)
+                                     and part.get("type") == "tool_call_response"])
             elif role == "tool":
                 self.tool_responses(parts, f"{at}.parts", i, span)
             else:
                 fail(self.name, f"{at}.role", f"unknown role '{role}' after the last assistant message",
                      hint="roles: system, user, assistant, tool")
 
-    def tool_responses(self, parts: list, where: str, i: int, span: StepRef) -> None:
-        for j, part in enumerate(parts):
+    def tool_responses(self, parts: list, where: str, i: int, span: StepRef, numbers: list[int] | None = None
+                       ) -> None:
+        """The parts of a tool message (``numbers``: where each stands in its message, when
+        they are some of its parts)."""
+        for n, part in enumerate(parts):
+            j = numbers[n] if numbers is not None else n
             at = f"{where}[{j}]"
             typed(part, dict, self.name, at)
             call_id = field(part, "id", str, self.name, at) if part.get("type") == "tool_call_response" else None
@@ -258,15 +316,17 @@ class _Reading:
                 self.steps.skip(StepRef(NAME, at, i, span_id=span.span_id), "output message with no text")
 
 
-def _span_error(span: dict, attributes: dict) -> str | None:
-    """Why an execute_tool span failed: its ERROR status or its error.type; else None."""
+def _span_error(span: dict, attributes: dict, exceptions: list[str]) -> str | None:
+    """Why an execute_tool span failed: its ERROR status, its error.type, or an exception
+    event (their messages kept as the reason); else None."""
     status = span.get("status")
     failed = isinstance(status, dict) and status.get("code") in _ERROR_CODES
     kind = attributes.get("error.type")
-    if not failed and kind is None:
+    if not failed and kind is None and not exceptions:
         return None
     message = status.get("message") if isinstance(status, dict) else None
     reasons = [str(reason) for reason in (kind, message) if reason]
+    reasons += [text for text in exceptions if text and not any(text in reason for reason in reasons)]
     return short(": ".join(reasons)) if reasons else "status ERROR"
 
 
@@ -275,9 +335,14 @@ def _json(value: Any, name: str, where: str) -> Any:
     if not isinstance(value, str):
         return value
     try:
-        return json.loads(value)
-    except ValueError:
+        parsed = json.loads(value)
+    except (ValueError, RecursionError):
         fail(name, where, "not valid JSON")
+    repeated = repeated_key(value, parsed)
+    if repeated is not None:
+        fail(name, where, f"its JSON gives the key at {repeated} twice in one object",
+             hint="a decoder would silently keep the last one; keep one")
+    return parsed
 
 
 def _parts_text(parts: Any, name: str, where: str) -> str:

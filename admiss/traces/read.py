@@ -14,6 +14,7 @@ from typing import Any, Callable
 from admiss.collector import collector_paused
 from admiss.errors import Diagnostic, TraceError, did_you_mean
 from admiss.traces import adk, anthropic, openai_chat, openai_responses, otel_genai
+from admiss.traces.input import RUN_FIELDS
 from admiss.traces.steps import Trace
 
 # B020: the value matches no format. B024: an unknown format name. B025: nested too deeply.
@@ -34,9 +35,13 @@ def read_trace(value: Any, name: str = "<input>", format: str | None = None) -> 
 
 
 def read_traces(value: Any, name: str = "<input>", format: str | None = None) -> list[tuple[str, Trace | TraceError]]:
-    """Every run ``value`` holds, each with its name: the one trace of most values, or one
-    per eval case of an ADK eval set (named ``name#eval_cases[i]``). A run that cannot be
-    read has its TraceError in place of its Trace; the others are still read."""
+    """Every run ``value`` holds, in order, each with its name: the one trace of most
+    values; one per item of a JSON array of runs (``name#[i]``); one per case of an ADK
+    eval set or eval result (``name#eval_cases[i]``). A run that cannot be read has its
+    TraceError in place of its Trace; the others are still read."""
+    if is_run_list(value):
+        return [(f"{name}#[{i}]", error_or_trace) for i, item in enumerate(value)
+                for _, error_or_trace in read_traces(item, f"{name}#[{i}]", format)]
     try:
         module = format_module(format, name) if format is not None else detect(value, name)
     except TraceError as error:
@@ -46,6 +51,13 @@ def read_traces(value: Any, name: str = "<input>", format: str | None = None) ->
         return [(name, _or_error(module.read, value, name))]
     return [(f"{name}#{path}", _or_error(partial(adk.read_case, path=path), case, f"{name}#{path}"))
             for path, case in cases]
+
+
+def is_run_list(value: Any) -> bool:
+    """Whether ``value`` is a JSON array of runs (of objects that each hold a whole run),
+    not one run's array of messages or items."""
+    return type(value) is list and bool(value) and all(
+        type(item) is dict and not RUN_FIELDS.isdisjoint(item) for item in value)
 
 
 def _or_error(read: Callable[[Any, str], Trace], value: Any, name: str) -> Trace | TraceError:

@@ -207,6 +207,17 @@ class Trace:
         """The first user message's text: the task the run was given."""
         return next((step.text for step in self.steps if step.type == USER), None)
 
+    def warnings(self) -> list[str]:
+        """What a reader of the report must be told: a trace that gives no steps (a check
+        would say "no evidence" as if the agent did nothing), with what its elements were."""
+        if self.steps:
+            return []
+        reasons: dict[str, int] = {}
+        for skipped in self.skipped:
+            reasons[skipped.reason] = reasons.get(skipped.reason, 0) + 1
+        found = "; ".join(f"{count} × {reason}" for reason, count in reasons.items())
+        return [f"the trace gives no steps ({found or 'it holds nothing'}): nothing in it is evidence"]
+
     def request_messages(self) -> list[dict[str, str]]:
         """The run's system and user messages, in order, as chat messages: the request a
         rung's model is sent to answer the same task (``admiss check --live``). The agent's

@@ -103,8 +103,8 @@ def event(*parts, author="agent"):
      "B026 eval_cases: an eval set of 2 eval cases: a trace is one run"),
     ({"conversation": [{"intermediate_data": {"intermediate_responses": [["agent"]]}}]},
      "B021 conversation[0].intermediate_data.intermediate_responses[0]: must be an [author, parts] pair, not an array"),
-    ({"session": {}}, "B021 $: no \"events\", \"conversation\" or \"eval_cases\": not an ADK session, eval case or "
-                      "eval set"),
+    ({"session": {}}, "B021 $: no \"events\", \"conversation\", \"eval_cases\" or \"eval_case_results\": not an ADK "
+                      "session, eval case, eval set or eval result"),
 ])
 def test_wrong_shapes_are_located(value, message):
     assert first_error(value) == f"t.json: {message}"
@@ -128,3 +128,66 @@ def test_an_eval_set_of_several_cases_is_read_as_one_trace_per_case():
     assert read_traces({"events": []}, "s.json") == [("s.json", read_trace({"events": []}, "s.json"))]
     [(name, error)] = read_traces({"turns": []}, "x.json")
     assert (name, error.diagnostics[0].code) == ("x.json", "B020")
+
+
+def _session(*parts_by_event):
+    return {"events": [{"author": author, "content": {"role": "model" if author != "user" else "user", "parts": parts}}
+                       for author, parts in parts_by_event]}
+
+
+def test_a_part_with_both_spellings_of_a_field_is_refused():
+    call = {"id": "c1", "name": "book", "args": {}}
+    both = _session(("agent", [{"function_call": call}]), ("user", [{
+        "function_response": {"id": "c1", "name": "book", "response": {"error": "booking locked"}},
+        "functionResponse": {"id": "c1", "name": "book", "response": {"status": "ok"}}}]))
+    with pytest.raises(TraceError) as caught:
+        read_trace(both, "t.json")
+    assert caught.value.diagnostics[0].render().startswith(
+        't.json: B021 events[1].content.parts[0].functionResponse: both "function_response" and "functionResponse"')
+
+
+def test_a_function_response_without_response_has_no_result():
+    # One rule across readers: an answer that carries no result is no_result, never ok.
+    trace = read_trace(_session(("agent", [{"function_call": {"id": "c1", "name": "book", "args": {}}}]),
+                                ("user", [{"function_response": {"id": "c1", "name": "book"}}])), "t.json")
+    [call] = trace.steps
+    assert (call.outcome, call.error, call.result_ref.path) == (
+        "no_result", "function_response with no response", "events[1].content.parts[0]")
+
+
+def test_user_role_function_responses_with_errors_are_read():
+    trace = read_trace(_session(("agent", [{"function_call": {"name": "book", "args": {}}}]),
+                                ("user", [{"function_response": {"name": "book", "response": {
+                                    "status": "error", "error_message": "sold out"}}}])), "t.json")
+    assert [(s.outcome, s.error) for s in trace.steps] == [("error", "sold out")]
+
+
+def test_an_eval_cases_tool_uses_are_expected_not_failed():
+    case = {"eval_id": "e1", "conversation": [{"invocation_id": "i1", "user_content": {"parts": [{"text": "go"}]},
+                                              "intermediate_data": {"tool_uses": [{"name": "book", "args": {}}]},
+                                              "final_response": {"parts": [{"text": "booked"}]}}]}
+    trace = read_trace(case, "t.json")
+    assert [s.type for s in trace.steps] == ["user", "final_answer"]
+    assert [s.reason for s in trace.skipped] == [
+        "expected tool call (an eval case's reference trajectory, not a call that ran)"]
+
+
+def test_id_less_responses_are_matched_in_linear_time():
+    # Each id-less response answered the earliest open call of its tool by a scan of every
+    # call: quadratic. Time at 8n over time at n stays near 8, far from 64.
+    import time
+
+    def seconds(n):
+        events = [("agent", [{"function_call": {"name": f"t{i % 3}", "args": {}}} for i in range(n)]),
+                  ("user", [{"function_response": {"name": f"t{i % 3}", "response": {"ok": True}}}
+                            for i in range(n)])]
+        value = _session(*events)
+        best = float("inf")
+        for _ in range(3):
+            started = time.perf_counter()
+            read_trace(value, "t.json")
+            best = min(best, time.perf_counter() - started)
+        return best
+
+    ratio = seconds(16000) / seconds(2000)
+    assert ratio < 24, ratio

@@ -106,3 +106,64 @@ def test_import_of_a_jsonl_prints_one_line_per_trace_and_goes_on_after_a_bad_one
     assert [b["output"][:20] for b in printed] == ["Booking NR-48213 is ", "Booking NR-48213 is "]
     # lookup, text, cancel, refund, answer; then cancel, refund, answer
     assert [len(b["evidence"]) for b in printed] == [5, 3]
+
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _chat_run(result: str) -> dict:
+    return {"messages": [{"role": "user", "content": "book it"}, {"role": "assistant", "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "book", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": result}]}
+
+
+def test_a_file_of_runs_gives_a_report_per_run_in_order(admiss_cli, tmp_path):
+    runs = tmp_path / "runs.json"
+    runs.write_text(json.dumps([_chat_run("booked"), _chat_run("Error: sold out"), _chat_run("booked")]))
+    rubric = tmp_path / "r.rubric"
+    rubric.write_text("PROPERTY p { ADMIT procedurally_sound_tool_call }\n")
+    ran = admiss_cli("check", "--rubric", rubric, runs, "--format", "json")
+    _no_traceback(ran)
+    reports = [json.loads(line) for line in ran.out.splitlines()]
+    assert [(r["bundle"], r["verdict"]) for r in reports] == [
+        (f"{runs}#[0]", "pass"), (f"{runs}#[1]", "fail"), (f"{runs}#[2]", "pass")]
+    assert ran.code == 1
+    imported = [json.loads(line) for line in admiss_cli("import", "--rubric", rubric, runs).out.splitlines()]
+    assert [(b["run"], [e["kind"] for e in b["evidence"]]) for b in imported] == [
+        (f"{runs}#[0]", ["procedurally_sound_tool_call"]), (f"{runs}#[1]", ["flawed_tool_call"]),
+        (f"{runs}#[2]", ["procedurally_sound_tool_call"])]
+
+
+def test_an_eval_set_of_several_cases_gives_a_report_per_case(admiss_cli, tmp_path):
+    evalset = json.loads((FIXTURES / "adk_evalset.json").read_text())
+    evalset["eval_cases"] = [evalset["eval_cases"][0]] * 3
+    path = tmp_path / "set.evalset.json"
+    path.write_text(json.dumps(evalset))
+    ran = admiss_cli("check", "--rubric", RUBRIC, path, "--format", "json")
+    _no_traceback(ran)
+    assert [json.loads(line)["bundle"] for line in ran.out.splitlines()] == [
+        f"{path}#eval_cases[{i}]" for i in range(3)]
+    assert "B026" not in ran.err
+
+
+def test_a_trace_with_an_evidence_field_is_refused(admiss_cli, tmp_path):
+    both = tmp_path / "both.json"
+    both.write_text(json.dumps({**_chat_run("Error: sold out"), "evidence": [
+        {"kind": "procedurally_sound_tool_call", "detail": "booked", "source_label": "book"}]}))
+    ran = admiss_cli("check", "--rubric", RUBRIC, both)
+    assert ran.code == 2 and "B030" in ran.err and "--trace FORMAT" in ran.err
+    assert admiss_cli("import", "--rubric", RUBRIC, both).code == 2
+    # Named as a trace, it is read as one: the evidence field is not read.
+    named = admiss_cli("import", "--rubric", RUBRIC, both, "--trace", "openai_chat")
+    assert named.code == 0 and [e["kind"] for e in json.loads(named.out)["evidence"]] == ["flawed_tool_call"]
+
+
+def test_a_trace_with_no_steps_warns(admiss_cli, tmp_path):
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps({"messages": [{"role": "assistant", "content": ""}]}))
+    ran = admiss_cli("check", "--rubric", RUBRIC, empty)
+    assert ran.code == 1
+    assert f"{empty}: warning: the trace gives no steps (1 × assistant message with no text and no tool calls)" in ran.err
+    imported = admiss_cli("import", "--rubric", RUBRIC, empty)
+    assert imported.code == 0 and "warning: the trace gives no steps" in imported.err
+    assert json.loads(imported.out)["trace"]["warnings"]

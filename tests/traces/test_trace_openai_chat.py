@@ -23,7 +23,8 @@ def test_fixture_reads_to_exact_steps():
     trace = admiss.read_trace(FIXTURE)
     assert trace.format == "openai_chat"
     assert trace.model == "gpt-4.1-mini-2025-04-14"
-    assert trace.skipped == ()
+    # The user's screenshot holds no text: listed, not lost.
+    assert [(s.ref.path, s.reason) for s in trace.skipped] == [("messages[1].content[1]", "image_url part")]
     assert list(trace.steps) == [
         Step("system", ref("messages[0]", 0), text="You are the support agent for Northwind Rail. Use the tools to "
              "look up and change bookings. Never claim a change you did not make."),
@@ -170,3 +171,13 @@ def test_a_file_path_is_read_and_errors_name_it(tmp_path):
         admiss.read_trace(bad)
     assert caught.value.diagnostics[0].file == str(bad)
     assert caught.value.diagnostics[0].code == "B022"
+
+
+def test_anthropic_blocks_in_a_chat_trace_are_refused_not_lost():
+    # Detection stops at the first message only Chat Completions has; a tool_use block after
+    # it would have vanished with its call.
+    mixed = [{"role": "system", "content": "be brief"}, {"role": "assistant", "content": [
+        {"type": "text", "text": "refunding"}, {"type": "tool_use", "id": "t1", "name": "refund", "input": {}}]}]
+    assert error_of(mixed) == [
+        "t.json: B021 $[1].content[1].type: a tool_use block is Anthropic's, in a trace read as Chat Completions\n"
+        "  hint: a trace mixes the two formats; if it is Anthropic Messages, name it: --trace anthropic"]

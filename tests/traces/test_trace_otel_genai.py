@@ -125,7 +125,20 @@ def chat_span(inputs):
     (export(chat_span("[{")), f"B021 {SPANS}[0].attributes[\"gen_ai.input.messages\"]: not valid JSON"),
     (export(chat_span("{}")), f"B021 {SPANS}[0].attributes[\"gen_ai.input.messages\"]: must be an array, not an object"),
     (export({"startTimeUnixNano": "soon"}), f"B021 {SPANS}[0].startTimeUnixNano: must be a number of nanoseconds, "
-                                            "not a string"),
+                                            "not the text 'soon'"),
+    # "²" passes str.isdigit and int() refuses it; int() refuses 5,000 digits too.
+    (export({"startTimeUnixNano": "²"}), f"B021 {SPANS}[0].startTimeUnixNano: must be a number of nanoseconds, "
+                                         "not the text '²'"),
+    (export({"startTimeUnixNano": "9" * 5000}), f"B021 {SPANS}[0].startTimeUnixNano: must be a number of "
+                                                f"nanoseconds, not the text '{'9' * 199}…'"),
+    (export(tool_span(**{"gen_ai.tool.call.result": {"stringValue": "Error: x"}}) | {"attributes": attributes(**{
+        "gen_ai.operation.name": {"stringValue": "execute_tool"}, "gen_ai.tool.name": {"stringValue": "refund"}})
+        + attributes(**{"gen_ai.tool.name": {"stringValue": "other"}})}),
+     f"B021 {SPANS}[0].attributes[2].key: attribute 'gen_ai.tool.name' given twice in one attribute list"),
+    (export({"attributes": attributes(**{"gen_ai.operation.name": {"stringValue": "chat"}, "gen_ai.output.messages": {
+        "stringValue": '[{"role": "assistant", "parts": [{"type": "text", "content": "a", "content": "b"}]}]'}})}),
+     f"B021 {SPANS}[0].attributes[\"gen_ai.output.messages\"]: its JSON gives the key at $[0].parts[0].content twice "
+     "in one object"),
     (export({"attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}}]}),
      f"B021 {SPANS}[0].attributes: no gen_ai.tool.name string on an execute_tool span"),
     (export({"attributes": [{"key": "a", "value": {"mapValue": 1}}]}),
@@ -144,3 +157,54 @@ def test_deeply_nested_attribute_value_is_a_located_error():
     with pytest.raises(TraceError) as caught:
         read_trace(export(tool_span(**{"gen_ai.tool.call.result": value})), "t.json")
     assert [(d.code, d.file) for d in caught.value.diagnostics] == [("B025", "t.json")]
+
+
+def test_an_exception_event_fails_the_call_and_keeps_its_message():
+    span = tool_span(status={"code": 2}, **{"error.type": {"stringValue": "ValueError"}})
+    span["events"] = [{"name": "exception", "attributes": attributes(**{
+        "exception.type": {"stringValue": "ValueError"}, "exception.message": {"stringValue": "no such city"}})}]
+    [step] = read_trace(export(span), "t.json").steps
+    assert (step.outcome, step.error) == ("error", "ValueError: no such city")
+    no_status = tool_span(**{"gen_ai.tool.call.result": {"stringValue": "ok"}})
+    no_status["events"] = [{"name": "exception", "attributes": attributes(**{
+        "exception.message": {"stringValue": "timed out"}})}]
+    assert [(s.outcome, s.error) for s in read_trace(export(no_status), "t.json").steps] == [("error", "timed out")]
+
+
+def test_an_event_that_contradicts_its_span_is_refused():
+    span = tool_span(**{"gen_ai.tool.call.result": {"stringValue": "Error: declined"}})
+    span["events"] = [{"name": "x", "attributes": attributes(**{"gen_ai.tool.call.result": {"stringValue": "ok"}})}]
+    with pytest.raises(TraceError) as caught:
+        read_trace(export(span), "t.json")
+    assert "'gen_ai.tool.call.result' here differs" in caught.value.render()
+
+
+def test_a_tool_response_in_a_user_message_answers_its_call():
+    # ADK's export sends a function's response back in a user-role message.
+    output = json.dumps([{"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "book",
+                                                          "arguments": {}}]}])
+    inputs = json.dumps([{"role": "assistant", "parts": []}, {"role": "user", "parts": [
+        {"type": "tool_call_response", "id": "c1", "response": {"error": "sold out"}}]}])
+    first = {"spanId": "a", "startTimeUnixNano": "1", "attributes": attributes(**{
+        "gen_ai.operation.name": {"stringValue": "chat"}, "gen_ai.output.messages": {"stringValue": output}})}
+    second = {"spanId": "b", "startTimeUnixNano": "2", "attributes": attributes(**{
+        "gen_ai.operation.name": {"stringValue": "chat"}, "gen_ai.input.messages": {"stringValue": inputs}})}
+    [call] = read_trace(export(first, second), "t.json").steps
+    assert (call.outcome, call.error) == ("error", "sold out")
+    assert call.result_ref.path == f"{SPANS}[1].attributes[\"gen_ai.input.messages\"][1].parts[0]"
+
+
+@pytest.mark.parametrize("spans, found", [
+    ([{"attributes": attributes(**{"gen_ai.operation.name": {"stringValue": "chat"},
+                                   "gen_ai.request.model": {"stringValue": "gpt-4o"}})}],
+     "1 spans, 1 of them model calls with no messages: the content was not captured (or went to log events)"),
+    ([{"attributes": attributes(**{"openinference.span.kind": {"stringValue": "LLM"},
+                                   "llm.model_name": {"stringValue": "gpt-4o"}})}],
+     "1 spans, none with a gen_ai.operation.name (attributes found: llm.*, openinference.*): no GenAI content"),
+])
+def test_spans_with_no_content_are_refused_saying_what_was_found(spans, found):
+    with pytest.raises(TraceError) as caught:
+        read_trace(export(*spans), "t.json")
+    [diagnostic] = caught.value.diagnostics
+    assert diagnostic.code == "B031" and diagnostic.message == f"resourceSpans: {found}"
+    assert "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT" in diagnostic.hint

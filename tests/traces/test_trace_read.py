@@ -36,7 +36,8 @@ def test_unhashable_values_where_names_are_expected_are_not_a_crash():
         "t.json: B021 $[0].content[0].type: must be a string, not an array"]
     spans = {"resourceSpans": [{"scopeSpans": [{"spans": [{"attributes": [
         {"key": "gen_ai.operation.name", "value": {"arrayValue": {"values": []}}}]}]}]}]}
-    assert [s.reason for s in read_trace(spans, "t.json").skipped] == ["span with no GenAI operation"]
+    # Read without a crash, and refused: a span with no GenAI operation gives nothing to read.
+    assert diagnostics(spans)[0].startswith("t.json: B031 resourceSpans: 1 spans, none with a gen_ai.operation.name")
 
 
 def test_unknown_format_name_suggests_the_close_one():
@@ -245,3 +246,16 @@ def test_only_a_run_that_ends_on_the_agents_text_has_a_final_answer():
     assert answered.final_answer == "It is sunny."
     assert read_trace([call, result, {"role": "assistant", "content": "sunny"}, {"role": "user", "content": "ok"}],
                       "t.json").final_answer is None
+
+
+def test_python_checks_every_case_of_an_eval_set():
+    evalset = json.loads((Path(__file__).parent / "fixtures" / "adk_evalset.json").read_text())
+    evalset["eval_cases"] = evalset["eval_cases"] * 2
+    rubric = admiss.compile_source("PROPERTY p { ADMIT procedurally_sound_tool_call }")
+    runs = rubric.check_runs(evalset, "set.json")
+    assert [(name, report.verdict) for name, report in runs] == [
+        ("set.json#eval_cases[0]", "pass"), ("set.json#eval_cases[1]", "pass")]
+    assert [name for name, _ in rubric.import_runs([{"messages": []}, {"events": []}], "runs.json")] == [
+        "runs.json#[0]", "runs.json#[1]"]
+    with pytest.raises(TraceError):
+        rubric.check(evalset)  # one report stands for one run: B026

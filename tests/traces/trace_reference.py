@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 
 ERROR_WORD = re.compile(r"\s*error(?!\w)", re.I)
 
@@ -34,9 +35,12 @@ FAILURE_TEXTS = ("an error occurred while running the tool", "an error occurred 
 
 
 def shown(text: str) -> str:
-    """``text`` from its first character that shows (past blanks and invisible characters)."""
-    return text.lstrip("".join(chr(c) for c in range(0x21)) + "\u00a0\u00ad\u200b\u200c\u200d\u200e\u200f"
-                       "\u2028\u2029\u202f\u2060\ufeff\u3000")
+    """``text`` from its first character that shows: past whitespace and every character of
+    the categories Cf (format: a byte-order mark, zero-width joiners), Zs, Zl, Zp and Cc."""
+    for i, char in enumerate(text):
+        if not (char.isspace() or unicodedata.category(char) in ("Cf", "Zs", "Zl", "Zp", "Cc")):
+            return text[i:]
+    return ""
 
 
 def is_error(result) -> bool:
@@ -113,6 +117,13 @@ def chat_text(content) -> str:
     return "\n".join(part[part["type"]] for part in content if part["type"] in ("text", "refusal"))
 
 
+def chat_other_parts(content, path) -> list:
+    """The paths of a message's parts that hold no text (images, audio, files): skipped."""
+    if not isinstance(content, list):
+        return []
+    return [f"{path}.content[{j}]" for j, part in enumerate(content) if part["type"] not in ("text", "refusal")]
+
+
 def openai_chat(value):
     messages = value["messages"] if isinstance(value, dict) else value
     base = "messages" if isinstance(value, dict) else "$"
@@ -124,6 +135,7 @@ def openai_chat(value):
     for i, message in enumerate(messages):
         path, role = f"{base}[{i}]", message["role"]
         text = chat_text(message.get("content"))
+        skipped += chat_other_parts(message.get("content"), path)
         if role == "tool":
             continue  # accounted for by the call it answers
         if role == "assistant":

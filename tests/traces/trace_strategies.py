@@ -62,6 +62,8 @@ def openai_chat(draw):
             continue
         message = {"role": kind, "content": content()}
         path = f"{base}[{len(messages)}]"
+        if isinstance(message["content"], list):  # a part with no text is accounted for as skipped
+            elements += [f"{path}.content[{j}]" for j, part in enumerate(message["content"]) if part["type"] != "text"]
         if kind == "assistant":
             calls = []
             for j in range(draw(st.integers(0, 3))):

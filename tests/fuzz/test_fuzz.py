@@ -45,16 +45,25 @@ def seeds(folder: str) -> list[bytes]:
     return [p.read_bytes() for p in sorted((CORPUS / folder).iterdir()) if p.is_file() and p.suffix != ".py"]
 
 
+_BYTES = [b"\x00", b"\xff", b"\xed\xa0\x80", b'"', b"\\", b"\\ud800", b"{", b"}", b"[", b"]", b",", b":", b"9" * 40,
+          b"-", b"1e999", b"\n", b"NaN", b"#", b"K", b"WINDOW 9", b"PROPERTY", b"ADMIT", b"\xc3\xa9",
+          b"7" * 4400, b"1" * 400, b'"a": 1, "a": ', b"\\u0061", b"\xc2\xb2", b"1E+999", b"-0", b"[" * 700]
+# What hides inside a trace's strings: JSON text with repeated keys, error words behind
+# invisible characters, digits int() refuses, numbers too long to read.
+_EMBEDDED = [b'"{\\"error\\":\\"x\\",\\"error\\":null}"', b'"[{\\"isError\\":true,\\"isError\\":false}]"',
+             b'"\xef\xbb\xbfError: x"', b'"\xe2\x80\x8b{\\"error\\":1}"', b'"\xc2\xb2"', b'"-\xc2\xb2"', b'"' + b"9" * 5000 + b'"',
+             b"9" * 5000, b'{"isError":true}', b'"An error occurred while running the tool."', b'"functionResponse"',
+             b'"function_response"', b'{"key":"gen_ai.tool.name","value":{"stringValue":"x"}}', b'"intValue"',
+             b'"startTimeUnixNano"', b'"evidence"', b'"tool_use"']
+
+
 @st.composite
-def mutated(draw, corpus: list[bytes]) -> bytes:
+def mutated(draw, corpus: list[bytes], extra: tuple[bytes, ...] = ()) -> bytes:
     """A corpus seed with a few bytes inserted, deleted or overwritten, or raw bytes."""
     if draw(st.integers(0, 9)) == 0:
         return draw(st.binary(max_size=300))
     data = bytearray(draw(st.sampled_from(corpus)))
-    interesting = st.sampled_from([b"\x00", b"\xff", b"\xed\xa0\x80", b'"', b"\\", b"\\ud800", b"{", b"}", b"[",
-                                   b"]", b",", b":", b"9" * 40, b"-", b"1e999", b"\n", b"NaN", b"#", b"K",
-                                   b"WINDOW 9", b"PROPERTY", b"ADMIT", b"\xc3\xa9", b"7" * 4400, b"1" * 400,
-                                   b'"a": 1, "a": ', b"\\u0061", b"\xc2\xb2", b"1E+999", b"-0", b"[" * 700])
+    interesting = st.sampled_from(_BYTES + list(extra))
     for _ in range(draw(st.integers(1, 6))):
         at = draw(st.integers(0, len(data)))
         action = draw(st.integers(0, 2))
@@ -268,10 +277,19 @@ def upstream_http_reply(data: bytes) -> None:
             asyncio.run(call(pooled))
 
 
+def trace_through_api(data: bytes) -> None:
+    """Every run of a trace file checked and imported: a report, a bundle or an AdmissError each."""
+    value = parse_bundle_text(data, "<fuzz>")
+    rubric = _loaded_rubric()
+    for _, run in rubric.check_runs(value, "<fuzz>") + rubric.import_runs(value, "<fuzz>"):
+        dumps_line(run.to_dict() if hasattr(run, "to_dict") else run if isinstance(run, dict) else run.render())
+
+
 class Target(NamedTuple):
     name: str
     corpus: str
     run: Callable[[bytes], None]
+    extra: tuple[bytes, ...] = ()
 
 
 TARGETS = [
@@ -284,6 +302,8 @@ TARGETS = [
     Target("candidate-output", "outputs", candidate_output_through_every_gate),
     Target("model-reply", "replies", model_reply_or_program_stdout),
     Target("upstream-headers", "upstream_headers", upstream_http_reply),
+    # The traces the readers' tests read, from the producers that wrote them.
+    Target("trace-api", "../../traces/fixtures", trace_through_api, tuple(_EMBEDDED)),
 ]
 
 
@@ -303,7 +323,7 @@ def test_the_corpus_seeds_give_a_report_or_an_admiss_error(target):
 def test_mutated_inputs_give_a_report_or_an_admiss_error(target):
     @settings(max_examples=EXAMPLES, deadline=None, database=None,
               suppress_health_check=list(HealthCheck), derandomize=False)
-    @given(mutated(seeds(target.corpus)))
+    @given(mutated(seeds(target.corpus), target.extra))
     def run(data: bytes) -> None:
         _run_expecting_admiss_errors_only(target, data)
 

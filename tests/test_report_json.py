@@ -104,9 +104,12 @@ def test_trace_reports_written_as_json_are_their_dicts():
     root = Path(__file__).resolve().parent.parent
     rubric = admiss.load(root / "rubrics" / "booking_cancellation.rubric", offline=True)
     for fixture in sorted((root / "tests" / "traces" / "fixtures").glob("*.json")):
-        report = rubric.check(json.loads(fixture.read_text()), name=fixture.name)
-        for full in (False, True):
-            assert report.to_json(full) == dumps_line(report.to_dict(full)), fixture.name
+        # A fixture admiss refuses (spans with no content, B031) has no report to write.
+        reports = [r for _, r in rubric.check_runs(json.loads(fixture.read_text()), fixture.name)
+                   if not isinstance(r, admiss.AdmissError)]
+        for report in reports:
+            for full in (False, True):
+                assert report.to_json(full) == dumps_line(report.to_dict(full)), fixture.name
 
 
 def test_report_dicts_share_no_mutable_object_with_each_other_or_the_bundle():

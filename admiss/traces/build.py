@@ -97,12 +97,18 @@ def parse_arguments(value: Any) -> tuple[Any, bool]:
 
 def text_error(text: str) -> str | None:
     """``error_in`` of the result whose text is ``text``, reading the text as JSON when it
-    is an object or array (a JSON text that gives one key twice in an object is an error:
-    which of the two a reader believes is the reading that could pass a failed call)."""
+    is an object or array that could hold an error (a JSON text that gives one of the keys
+    the rule reads twice in an object is an error: which of the two a reader believes is
+    the reading that could pass a failed call)."""
     start = visible_start(text)
     head = text[start:start + 1]
     if head != "{" and head != "[":
         return error_in(text)
+    # Every key the rule reads holds one of these, unless written with an escape: most
+    # results hold none and are not parsed here (parsing and checking every one took a
+    # trace's reading from 0.40x to 0.27x the speed of json.loads).
+    if not any(mark in text for mark in _SIGNAL_MARKS):
+        return None
     try:
         value = loads_json(text[start:])
     except RecursionError:
@@ -126,6 +132,8 @@ FAILURE_TEXTS = (
     "an error occurred while parsing tool arguments",
     "tool execution was not approved",
 )
+# What the text of a JSON result that could be an error holds (see text_error).
+_SIGNAL_MARKS = ("rror", "RROR", "status", "response_type", "result", "\\")
 # ADK's ReflectAndRetryToolPlugin answers a tool's exception with this response_type.
 _ADK_RETRY_ANSWER = "ERROR_HANDLED_BY_REFLECT_AND_RETRY_PLUGIN"
 def error_in(result: Any) -> str | None:

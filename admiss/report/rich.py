@@ -113,6 +113,8 @@ def print_report(report: "ReportData", console: Console | None = None) -> None:
             "served: ", chain.served or Text("none (exhausted)", style="bold red"),
             f"   model spend ${chain.model_cost_usd:.6f}   gate spend ${chain.gate_cost_usd:.6f}   verdict: ",
             _verdict(report.verdict)))
+    if report.verdict_note is not None:
+        console.print(Text(report.verdict_note, style="bold"))
 
 
 # Full reports a batch draws before it switches to one line per bundle.

@@ -278,12 +278,12 @@ def lint(
 ) -> None:
     """Report weak or contradictory rubrics, and every compile error, with stable codes.
 
-    Exit 0 with no findings, 1 with findings (warnings count), 2 on usage errors or
-    unreadable files. Settings: [lint] in admiss.toml or [tool.admiss.lint] in pyproject.toml.
+    Exit 0 with no findings, 1 with findings (warnings count), 2 on usage errors,
+    unreadable files, or when no rubric file was found. Settings: [lint] in admiss.toml or [tool.admiss.lint] in pyproject.toml.
     """
     from admiss.errors import AdmissError
     from admiss.lint import find_config, lint_source
-    from admiss.lint.output import FORMATS, FileResult
+    from admiss.lint.output import FORMATS, FileResult, text as lint_text
     from admiss.source import Source
 
     try:
@@ -291,18 +291,24 @@ def lint(
     except AdmissError as error:
         _print_error(error)
         raise typer.Exit(EXIT_BAD_INPUT)
-    exit_code, results = EXIT_PASS, []
-    for path in _rubric_files(paths):
+    exit_code, results, unreadable = EXIT_PASS, [], 0
+    files = list(_rubric_files(paths))
+    # Like ruff: a run that found nothing to lint says so and does not pass.
+    for folder in (p for p in paths if p.is_dir() and not any(f.is_relative_to(p) for f in files)):
+        sys.stderr.write(f"warning: no .rubric files found in {folder}\n")
+    if not files:
+        raise typer.Exit(EXIT_BAD_INPUT)
+    for path in files:
         try:
             name, text = _source_text(path)
         except AdmissError as error:
             _print_error(error)
-            exit_code = EXIT_BAD_INPUT
+            exit_code, unreadable = EXIT_BAD_INPUT, unreadable + 1
             continue
         # Standard input has no folder, so its gate files cannot be checked.
         found = lint_source(text, name, config, folder=None if name == "<stdin>" else path.parent)
         results.append(FileResult(Source(name, text), tuple(found)))
-    sys.stdout.write(FORMATS[fmt](results))
+    sys.stdout.write(FORMATS[fmt](results) if fmt != "text" else lint_text(results, unreadable))
     if any(result.diagnostics for result in results):
         exit_code = max(exit_code, EXIT_FAIL)
     raise typer.Exit(exit_code)

@@ -1,0 +1,42 @@
+"""What a newcomer meets on a first run (issue 21): a --chain that names nothing, input that
+is not UTF-8, hints that fit where they are read, where a rubric path came from."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import admiss
+
+RUBRIC = 'PROPERTY p { ADMIT verified_external_source FORBID summary REJECT SHORTCUT "x" }\n'
+PASSING = {"evidence": [{"kind": "verified_external_source", "detail": "d", "source_label": "s"}]}
+
+
+def _write(folder, name: str, text: str):
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_chain_asked_of_a_rubric_without_chains_is_an_error(admiss_cli, tmp_path):
+    _write(tmp_path, "r.rubric", RUBRIC)
+    _write(tmp_path, "b.json", json.dumps(PASSING))
+    ran = admiss_cli("check", "--chain", "nope", "--rubric", "r.rubric", "b.json")
+    assert ran.code == 2, ran.out + ran.err
+    assert ran.err == "r.rubric: E003 no CHAIN named 'nope'\n  hint: the rubric has no CHAIN to run\n"
+    assert ran.out == ""
+    # The same from a bundle's own "rubric" field (no --rubric: nothing is prepared first).
+    _write(tmp_path, "c.json", json.dumps({**PASSING, "rubric": "r.rubric"}))
+    ran = admiss_cli("check", "--chain", "nope", "c.json")
+    assert ran.code == 2 and "E003 no CHAIN named 'nope'" in ran.err, ran.out + ran.err
+
+
+def test_chain_asked_of_a_rubric_without_chains_in_python():
+    rubric = admiss.compile_source(RUBRIC, "t.rubric")
+    with pytest.raises(admiss.AdmissError) as caught:
+        rubric.check(PASSING, chain="nope")
+    assert caught.value.diagnostics[0].code == "E003"
+    with pytest.raises(admiss.AdmissError):
+        rubric.prepare(chain="nope")
+    assert rubric.check(PASSING).verdict == "pass"

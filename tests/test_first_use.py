@@ -40,3 +40,17 @@ def test_chain_asked_of_a_rubric_without_chains_in_python():
     with pytest.raises(admiss.AdmissError):
         rubric.prepare(chain="nope")
     assert rubric.check(PASSING).verdict == "pass"
+
+
+def test_a_missing_rubric_named_by_the_bundle_says_where_the_name_came_from(admiss_cli, tmp_path):
+    (tmp_path / "bundles").mkdir()
+    _write(tmp_path, "bundles/b.json", json.dumps({**PASSING, "rubric": "refund.rubric"}))
+    ran = admiss_cli("check", "bundles/b.json")
+    assert ran.code == 2, ran.out + ran.err
+    assert ran.err == (
+        "bundles/b.json: E001 rubric: no such file 'bundles/refund.rubric' (the name comes from the bundle's "
+        "\"rubric\" field, relative to the bundle's folder)\n"
+        "  hint: fix the bundle's \"rubric\" field, or pass --rubric FILE\n")
+    # A rubric the user names is reported as before: the user knows where that name came from.
+    ran = admiss_cli("check", "--rubric", "refund.rubric", "bundles/b.json")
+    assert ran.code == 2 and ran.err.startswith("refund.rubric: E001 no such file"), ran.err

@@ -54,3 +54,43 @@ def test_a_missing_rubric_named_by_the_bundle_says_where_the_name_came_from(admi
     # A rubric the user names is reported as before: the user knows where that name came from.
     ran = admiss_cli("check", "--rubric", "refund.rubric", "bundles/b.json")
     assert ran.code == 2 and ran.err.startswith("refund.rubric: E001 no such file"), ran.err
+
+
+def _latin1(folder, name: str, text: str):
+    path = folder / name
+    path.write_bytes(text.encode("latin-1"))
+    return path
+
+
+NOT_UTF8_HINT = "  hint: admiss reads UTF-8 text: save the file as UTF-8\n"
+
+
+@pytest.mark.parametrize("command", [("check", "--rubric", "bad.rubric", "b.json"), ("lint", "bad.rubric"),
+                                     ("compile", "bad.rubric"), ("fmt", "--check", "bad.rubric")],
+                         ids=lambda c: c[0])
+def test_a_rubric_that_is_not_utf8_is_located(admiss_cli, tmp_path, command):
+    _latin1(tmp_path, "bad.rubric", RUBRIC + "# café\n")
+    _write(tmp_path, "b.json", json.dumps(PASSING))
+    ran = admiss_cli(*command)
+    assert ran.code == 2, ran.out + ran.err
+    assert ran.err.startswith("bad.rubric:2:6: E001 cannot read: not UTF-8 text (byte 0xe9)\n  # caf\ufffd\n       ^\n"
+                              + NOT_UTF8_HINT), ran.err
+
+
+def test_a_bundle_that_is_not_utf8_is_located(admiss_cli, tmp_path):
+    _write(tmp_path, "r.rubric", RUBRIC)
+    _latin1(tmp_path, "b.json", '{\n  "evidence": [],\n  "note": "café"\n}\n')
+    ran = admiss_cli("check", "--rubric", "r.rubric", "b.json")
+    assert ran.code == 2 and ran.out == ""
+    assert ran.err == ("b.json:3:15: E001 cannot read: not UTF-8 text (byte 0xe9)\n"
+                       '    "note": "caf\ufffd"\n                ^\n' + NOT_UTF8_HINT)
+
+
+def test_a_jsonl_line_that_is_not_utf8_names_the_files_other_bundles(admiss_cli, tmp_path):
+    _write(tmp_path, "r.rubric", RUBRIC)
+    (tmp_path / "b.jsonl").write_bytes(json.dumps(PASSING).encode() + b"\n" + b'{"evidence": [], "x": "caf\xe9"}\n')
+    ran = admiss_cli("check", "--rubric", "r.rubric", "b.jsonl")
+    assert ran.code == 2
+    assert "b.jsonl:2:27: B001 invalid JSON: not UTF-8 text (byte 0xe9)" in ran.err
+    assert "hint: bundles are UTF-8 JSON; the file's other bundles are still checked" in ran.err
+    assert "==> b.jsonl:1 <==" in ran.out

@@ -21,7 +21,7 @@ from admiss.report.text import OFFLINE_LINE
 from admiss.terminal import one_line
 
 if TYPE_CHECKING:
-    from admiss.cascade import ChainResult
+    from admiss.cascade import ChainResult, GateRecord
     from admiss.report import CheckReport
     from admiss.compiler import PropertyResult
     from admiss.report.model import ReportData
@@ -72,19 +72,27 @@ def property_panel(result: "PropertyResult") -> Panel:
     return Panel(body, title=title, title_align="left")
 
 
+def _ms(gate: "GateRecord") -> str:
+    """A gate's time: most local gates take well under a millisecond, which whole
+    milliseconds would show as 0; a gate that never ran has none."""
+    if gate.verdict == "skipped":
+        return "—"
+    return f"{gate.duration_ms:.3f}" if gate.duration_ms < 10 else f"{gate.duration_ms:.0f}"
+
+
 def chain_table(chain: "ChainResult") -> Table:
     table = Table(title=f"chain {chain.name}", title_justify="left", expand=True)
-    for column in ("rung", "gate", "verdict", "score", "cost $", "ms", "reason"):
+    for column in ("rung", "model", "gate", "verdict", "score", "cost $", "ms", "reason"):
         table.add_column(column, overflow="fold")
     for rung in chain.rungs:
         table.add_row(Text.assemble(rung.rung, " ", _verdict(rung.outcome)), Text(one_line(rung.model or "")), "", "",
-                      f"{rung.cost_usd:.6f}", "", "", end_section=not rung.gates)
+                      "", f"{rung.cost_usd:.6f}", "", "", end_section=not rung.gates)
         for i, gate in enumerate(rung.gates):
             shown = _verdict(gate.verdict)
             if gate.effective != gate.verdict:
                 shown = Text.assemble(shown, " → ", _verdict(gate.effective))
             score = "" if gate.score is None else f"{gate.score:.2f}"
-            table.add_row("", gate.gate, shown, score, f"{gate.gate_cost_usd:.6f}", f"{gate.duration_ms:.0f}",
+            table.add_row("", "", gate.gate, shown, score, f"{gate.gate_cost_usd:.6f}", _ms(gate),
                           Text(one_line(gate.reason or "")), end_section=i == len(rung.gates) - 1)
     return table
 

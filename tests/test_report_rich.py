@@ -50,3 +50,41 @@ def test_gate_times_are_the_measured_ones():
     assert cells["ms"][1:3] == [f"{non_empty.duration_ms:.3f}", f"{json_valid.duration_ms:.3f}"]
     assert json_valid.duration_ms > 0 and cells["ms"][2] != "0"
     assert admissibility.verdict == "skipped" and cells["ms"][3] == "—"
+
+
+LONG_TITLE = SOURCE.replace('"Claims rest on a filing"', '"Named operator evidence comes from a 10-K or 10-Q filing"')
+
+
+def _drawn(report, width: int) -> str:
+    out = io.StringIO()
+    print_report(report, report_console(file=out, width=width, color_system=None))
+    return out.getvalue()
+
+
+def test_a_long_property_title_wraps_instead_of_being_cut_at_60_columns():
+    report = admiss.compile_source(LONG_TITLE, "t.rubric").check(BUNDLE)
+    drawn = _drawn(report, 60)
+    assert "…" not in drawn
+    assert "Named operator evidence comes from a 10-K or 10-Q filing" in drawn
+    assert all(len(line) <= 60 for line in drawn.splitlines())
+
+
+def test_below_the_width_the_report_is_the_text_report():
+    report = _report()
+    assert _drawn(report, 40) == report.to_text() + "\n"
+    assert _drawn(report, 80) != report.to_text() + "\n"
+
+
+def test_savings_tables_stay_readable_at_40_columns():
+    from admiss.report.rich import print_savings
+    from admiss.savings import request_from_report, savings
+
+    served = dict(BUNDLE, candidates=[dict(BUNDLE["candidates"][0], output="{}", cost_usd=0.0012)])
+    report = admiss.compile_source(SOURCE, "t.rubric").check(served).to_dict()
+    out = io.StringIO()
+    print_savings(savings([request_from_report(report)]), report_console(file=out, width=40, color_system=None))
+    text = out.getvalue()
+    assert all(len(line) <= 40 for line in text.splitlines())
+    # Every figure whole on its line, never folded across cells.
+    for figure in ("model: $0.001200", "gate: json_valid", "gate $: $0.000000"):
+        assert figure in text.splitlines(), text

@@ -147,6 +147,7 @@ def check(
     output: Optional[Path] = typer.Option(
         None, "--output", "-o", metavar="DIR", help="With --ray: the folder for reports.jsonl, properties.parquet and summary.json."
     ),
+    verbose: bool = typer.Option(False, "--verbose", help="With --ray: show Ray's own log lines and progress too."),
     trace: Optional[str] = typer.Option(
         None, "--trace", metavar="FORMAT", help="Read every input as an agent trace in this format [default: a value that is "
         "not a bundle is a trace, its format detected]."
@@ -165,14 +166,15 @@ def check(
     from admiss.runner import CheckOptions, run_check
 
     if ray_address is not None or output is not None:
-        raise typer.Exit(_check_on_ray(ray_address, bundles, rubric, output, chain, report.value, config, offline))
+        raise typer.Exit(_check_on_ray(ray_address, bundles, rubric, output, chain, report.value, config, offline,
+                                       verbose))
     options = CheckOptions(rubric, fmt or _default_format().value, chain, config, int(jobs), fail_fast, offline,
                            report.value, trace, live)
     raise typer.Exit(run_check(bundles, options))
 
 
 def _check_on_ray(address: str | None, bundles: List[Path], rubric: Optional[Path], output: Optional[Path],
-                  chain: Optional[str], report: str, config: Optional[Path], offline: bool) -> int:
+                  chain: Optional[str], report: str, config: Optional[Path], offline: bool, verbose: bool) -> int:
     if address is None or output is None or rubric is None:
         sys.stderr.write("admiss check: --ray ADDRESS, -o OUTDIR and --rubric FILE go together\n")
         return EXIT_BAD_INPUT
@@ -183,7 +185,7 @@ def _check_on_ray(address: str | None, bundles: List[Path], rubric: Optional[Pat
             raise
         sys.stderr.write("admiss check: --ray needs Ray: pip install 'admiss[ray]'\n")
         return EXIT_BAD_INPUT
-    return run_on_ray(address, bundles, rubric, output, chain, report, config, offline)
+    return run_on_ray(address, bundles, rubric, output, chain, report, config, offline, verbose)
 
 
 @app.command("import")

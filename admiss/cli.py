@@ -43,8 +43,9 @@ app = typer.Typer(
     name="admiss",
     cls=_PlainHelpGroup,
     help="Evidence-first rubrics and gate chains for verifying the work of LLM agents.",
-    # typer's own --install-completion and --show-completion (bash, zsh, fish, PowerShell).
-    add_completion=True,
+    # --install-completion SHELL and --show-completion SHELL are _main's own: typer's take no
+    # value and use the shell admiss runs under (`--show-completion zsh` printed bash's script).
+    add_completion=False,
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
@@ -73,6 +74,14 @@ def _version(value: bool) -> None:
 @app.callback()
 def _main(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+    install_completion: Optional[str] = typer.Option(
+        None, "--install-completion", metavar="SHELL", is_eager=True, expose_value=False,
+        callback=lambda ctx, param, value: _install_completion(ctx, param, value),
+        help="Install completion for SHELL: bash, zsh, fish or powershell."),
+    show_completion: Optional[str] = typer.Option(
+        None, "--show-completion", metavar="SHELL", is_eager=True, expose_value=False,
+        callback=lambda ctx, param, value: _show_completion(ctx, param, value),
+        help="Print the completion script for SHELL: bash, zsh, fish or powershell."),
 ) -> None:
     """Evidence-first rubrics and gate chains for verifying the work of LLM agents."""
 
@@ -97,6 +106,26 @@ def _one_of(choices: type[enum.Enum]):
     return check
 
 
+def _values(choices: type[enum.Enum]):
+    """Shell completion of an option's values (its callback, not its type, checks them)."""
+    return lambda incomplete: [c.value for c in choices if c.value.startswith(incomplete)]
+
+
+def _file_kinds(*suffixes: str):
+    """Shell completion of paths: folders, and files of these kinds only."""
+    def complete(incomplete: str) -> list[str]:
+        folder, _, stem = incomplete.rpartition("/")
+        base = Path(folder or ".")
+        if not base.is_dir():
+            return []
+        # Hidden entries only when asked for by a leading dot, as shells do.
+        found = [p for p in base.iterdir() if p.name.startswith(stem) and (stem[:1] == "." or p.name[:1] != ".")]
+        shown = [(f"{folder}/" if folder else "") + p.name + ("/" if p.is_dir() else "")
+                 for p in found if p.is_dir() or p.name.endswith(suffixes)]
+        return sorted(shown)
+    return complete
+
+
 def _count(value: str) -> str:
     """A whole number of at least 1, said plainly when it is not (typer's own words name types)."""
     if not (value.isascii() and value.isdigit() and int(value) >= 1):
@@ -107,15 +136,15 @@ def _count(value: str) -> str:
 @app.command()
 def check(
     bundles: List[Path] = typer.Argument(
-        ..., metavar="BUNDLE...", help="Bundle files: .json (one bundle) or .jsonl (one per line); "
+        ..., metavar="BUNDLE...", autocompletion=_file_kinds(".json", ".jsonl"), help="Bundle files: .json (one bundle) or .jsonl (one per line); "
         "- reads JSON Lines from standard input."
     ),
     rubric: Optional[Path] = typer.Option(
-        None, "--rubric", "-r", metavar="FILE",
+        None, "--rubric", "-r", metavar="FILE", autocompletion=_file_kinds(".rubric", ".json"),
         help="A .rubric source or compiled IR .json; overrides each bundle's \"rubric\" field.",
     ),
     fmt: Optional[str] = typer.Option(
-        None, "--format", "-f", metavar="text|json|rich", callback=_one_of(Format),
+        None, "--format", "-f", metavar="text|json|rich", callback=_one_of(Format), autocompletion=_values(Format),
         help="Report format [default: rich on a terminal (one line per bundle after 20), text otherwise].",
     ),
     chain: Optional[str] = typer.Option(None, "--chain", metavar="NAME",
@@ -214,7 +243,7 @@ def import_(
 
 @app.command("compile")
 def compile_(
-    file: Path = typer.Argument(..., metavar="FILE", help="A .rubric source file (or compiled IR .json, rewritten)."),
+    file: Path = typer.Argument(..., metavar="FILE", autocompletion=_file_kinds(".rubric", ".json"), help="A .rubric source file (or compiled IR .json, rewritten)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="OUT",
                                           help="Write the IR here instead of stdout."),
 ) -> None:
@@ -267,9 +296,10 @@ def _rubric_files(paths: List[Path]) -> Iterator[Path]:
 
 @app.command()
 def lint(
-    paths: List[Path] = typer.Argument(..., metavar="PATH...",
+    paths: List[Path] = typer.Argument(..., metavar="PATH...", autocompletion=_file_kinds(".rubric"),
                                        help="Rubric files, or folders searched for *.rubric files; - reads standard input."),
     fmt: str = typer.Option("text", "--format", "-f", metavar="text|json|sarif|github", callback=_one_of(LintFormat),
+                            autocompletion=_values(LintFormat),
                             help="Output format."),
     select: Optional[List[str]] = typer.Option(
         None, "--select", metavar="CODES", help="Codes or prefixes to run, comma-separated (replaces the "
@@ -526,7 +556,43 @@ def receipts_export(
         raise typer.Exit(EXIT_BAD_INPUT)
 
 
+# ---------------------------------------------------------------- shell completion
+
+_COMPLETE_VAR = "_ADMISS_COMPLETE"
+
+
+_SHELLS = ("bash", "zsh", "fish", "powershell", "pwsh")
+
+
+def _shell(value: str) -> str:
+    if value not in _SHELLS:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(_SHELLS)}")
+    return value
+
+
+def _show_completion(ctx, param, value: Optional[str]) -> None:
+    if value is None or ctx.resilient_parsing:
+        return
+    from typer._completion_shared import get_completion_script
+
+    typer.echo(get_completion_script(prog_name="admiss", complete_var=_COMPLETE_VAR, shell=_shell(value)))
+    raise typer.Exit()
+
+
+def _install_completion(ctx, param, value: Optional[str]) -> None:
+    if value is None or ctx.resilient_parsing:
+        return
+    from typer._completion_shared import install
+
+    shell, path = install(shell=_shell(value), prog_name="admiss", complete_var=_COMPLETE_VAR)
+    typer.echo(f"{shell} completion installed in {path}; it takes effect in a new terminal")
+    raise typer.Exit()
+
+
 def main() -> None:
     # One name whichever way it is started (python -m admiss too): in usage lines, and in
     # the _ADMISS_COMPLETE variable that shell completion sets.
+    from typer.completion import completion_init
+
+    completion_init()  # typer's completion classes, which add_completion=True would register
     app(prog_name="admiss")

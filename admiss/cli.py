@@ -189,7 +189,7 @@ def check(
 ) -> None:
     """Check candidate bundles or agent traces against a rubric and print evidence-first reports.
 
-    A trace's steps become evidence by the rubric's MAP block (docs/traces.md).
+    A trace's steps become evidence by the rubric's MAP block (https://github.com/admiss/admiss/blob/main/docs/traces.md).
     Exit 0 when every bundle passes, 1 when any fails, 2 on bad input (the rest still run).
     """
     from admiss.runner import CheckOptions, run_check
@@ -362,7 +362,7 @@ def fmt_(
     check: bool = typer.Option(False, "--check", help="Write nothing; print a diff and exit 1 if a file would change."),
     diff: bool = typer.Option(False, "--diff", help="Write nothing; print a diff of what would change."),
 ) -> None:
-    """Rewrite rubric files in the canonical layout (docs/fmt.md); comments are kept.
+    """Rewrite rubric files in the canonical layout (https://github.com/admiss/admiss/blob/main/docs/fmt.md); comments are kept.
 
     Exit 0, or 1 with --check when a file would change, or 2 when a file cannot be read,
     does not parse, or cannot be written (that file is left untouched).
@@ -417,7 +417,7 @@ def savings(
 ) -> None:
     """Spend on models and gates, what the top rung alone would have cost, and the net saving.
 
-    Broken down by chain, rung and gate (docs/savings.md). Exit 0, or 2 when an input or the
+    Broken down by chain, rung and gate (https://github.com/admiss/admiss/blob/main/docs/savings.md). Exit 0, or 2 when an input or the
     config is bad (then nothing is printed or written).
     """
     import json
@@ -476,7 +476,7 @@ def serve(
                                 "own error budgets; /metrics adds them up [default: 1]."),
 ) -> None:
     """Serve the rubric's chains as an OpenAI-compatible gateway that sends only verified
-    output, with receipts, /metrics and bearer keys (docs/serve.md).
+    output, with receipts, /metrics and bearer keys (https://github.com/admiss/admiss/blob/main/docs/serve.md).
 
     Stops on SIGTERM or Ctrl-C: in-flight requests finish (up to [serve] grace_s), the
     store is flushed, exit 0. Exit 2 when the rubric, config or store is bad; exit 3 when

@@ -94,3 +94,30 @@ def test_a_jsonl_line_that_is_not_utf8_names_the_files_other_bundles(admiss_cli,
     assert "b.jsonl:2:27: B001 invalid JSON: not UTF-8 text (byte 0xe9)" in ran.err
     assert "hint: bundles are UTF-8 JSON; the file's other bundles are still checked" in ran.err
     assert "==> b.jsonl:1 <==" in ran.out
+
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
+
+
+def test_shipped_rubrics_name_no_document_a_newcomer_lacks():
+    for path in sorted((ROOT / "rubrics").glob("*.rubric")):
+        comments = [line for line in path.read_text(encoding="utf-8").splitlines() if line.lstrip().startswith("#")]
+        for line in comments:
+            for phrase in ("DESIGN.md", "seed", "Admissibility Gate document"):
+                assert phrase not in line, f"{path.name}: {line}"
+
+
+@pytest.mark.parametrize("command", ["check", "fmt", "savings", "serve"])
+def test_help_links_the_docs_instead_of_a_local_docs_folder(admiss_cli, command):
+    # A pip-installed admiss has no docs/ folder to open.
+    text = admiss_cli(command, "--help").out
+    assert "(docs/" not in text and "https://github.com/admiss/admiss/blob/main/docs/" in text, text
+
+
+def test_the_savings_page_links_its_documentation():
+    from admiss.report.html import savings_page
+    from admiss.savings import savings
+
+    page = savings_page(savings([]))
+    assert '<a href="https://github.com/admiss/admiss/blob/main/docs/savings.md">' in page
+    assert "docs/savings.md in admiss" not in page

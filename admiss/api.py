@@ -10,7 +10,7 @@ from admiss import ir
 from admiss.collector import collector_paused
 from admiss.compiler import CompiledRubric, compile_ir
 from admiss.errors import AdmissError, Diagnostic, IRError, RubricCompileError, RubricSyntaxError
-from admiss.interpreter import CheckReport, Runtime, check_bundle, check_trace
+from admiss.interpreter import CheckReport, Runtime, check_bundle, chosen_chain, check_trace
 from admiss.source import Source, Span
 from admiss.traces.input import as_trace, is_trace
 
@@ -85,7 +85,9 @@ class Rubric:
         (unless the rubric was loaded offline); with ``live``, for a rung's model too.
         ``check`` does the same on first use."""
         runtime = self._run_state()
-        if runtime is not None:
+        if runtime is None:
+            chosen_chain(self.compiled, chain)  # E003 when a chain was asked for
+        else:
             name = runtime.chain_name(chain)
             runtime.chain(name)
             if live:

@@ -326,8 +326,8 @@ def rubric_path(bundle_file: str, field: str, name: str) -> Path:
 
     A bundle is untrusted: its field must not make admiss read (and quote in an error) any
     other file on the machine, nor a device such as /dev/zero. So the path must be relative,
-    name a .rubric or .json file, be a regular file when it exists (a missing one is
-    reported when it is read), and stay, after following every symlink, inside the working
+    name a .rubric or .json file, be a regular file (a missing one is E001, saying
+    that the bundle's field named it), and stay, after following every symlink, inside the working
     folder when the bundle lies inside it (a project's bundles name its rubrics, as in
     rubrics/bundles/), else inside the bundle's own folder. Only --rubric, which the user
     writes, can name a rubric anywhere else.
@@ -336,7 +336,14 @@ def rubric_path(bundle_file: str, field: str, name: str) -> Path:
     problem = _rubric_field_problem(_readable_root(os.path.realpath(folder)), field, folder)
     if problem is not None:
         raise BundleError([Diagnostic("B007", f"rubric: {problem}", hint=_RUBRIC_HINT, file=name)])
-    return Path(folder) / field
+    path = Path(folder) / field
+    if not os.path.lexists(path):
+        # Said here, not where the rubric is read: there the name would seem to come from nowhere.
+        raise BundleError([Diagnostic(
+            "E001", f"rubric: no such file {str(path)!r} (the name comes from the bundle's \"rubric\" field, "
+            "relative to the bundle's folder)", hint='fix the bundle\'s "rubric" field, or pass --rubric FILE',
+            file=name)])
+    return path
 
 
 def _readable_root(folder: str) -> str:

@@ -43,8 +43,9 @@ app = typer.Typer(
     name="admiss",
     cls=_PlainHelpGroup,
     help="Evidence-first rubrics and gate chains for verifying the work of LLM agents.",
-    # typer's own --install-completion and --show-completion (bash, zsh, fish, PowerShell).
-    add_completion=True,
+    # --install-completion SHELL and --show-completion SHELL are _main's own: typer's take no
+    # value and use the shell admiss runs under (`--show-completion zsh` printed bash's script).
+    add_completion=False,
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
@@ -73,6 +74,14 @@ def _version(value: bool) -> None:
 @app.callback()
 def _main(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+    install_completion: Optional[str] = typer.Option(
+        None, "--install-completion", metavar="SHELL", is_eager=True, expose_value=False,
+        callback=lambda ctx, param, value: _install_completion(ctx, param, value),
+        help="Install completion for SHELL: bash, zsh, fish or powershell."),
+    show_completion: Optional[str] = typer.Option(
+        None, "--show-completion", metavar="SHELL", is_eager=True, expose_value=False,
+        callback=lambda ctx, param, value: _show_completion(ctx, param, value),
+        help="Print the completion script for SHELL: bash, zsh, fish or powershell."),
 ) -> None:
     """Evidence-first rubrics and gate chains for verifying the work of LLM agents."""
 
@@ -97,6 +106,26 @@ def _one_of(choices: type[enum.Enum]):
     return check
 
 
+def _values(choices: type[enum.Enum]):
+    """Shell completion of an option's values (its callback, not its type, checks them)."""
+    return lambda incomplete: [c.value for c in choices if c.value.startswith(incomplete)]
+
+
+def _file_kinds(*suffixes: str):
+    """Shell completion of paths: folders, and files of these kinds only."""
+    def complete(incomplete: str) -> list[str]:
+        folder, _, stem = incomplete.rpartition("/")
+        base = Path(folder or ".")
+        if not base.is_dir():
+            return []
+        # Hidden entries only when asked for by a leading dot, as shells do.
+        found = [p for p in base.iterdir() if p.name.startswith(stem) and (stem[:1] == "." or p.name[:1] != ".")]
+        shown = [(f"{folder}/" if folder else "") + p.name + ("/" if p.is_dir() else "")
+                 for p in found if p.is_dir() or p.name.endswith(suffixes)]
+        return sorted(shown)
+    return complete
+
+
 def _count(value: str) -> str:
     """A whole number of at least 1, said plainly when it is not (typer's own words name types)."""
     if not (value.isascii() and value.isdigit() and int(value) >= 1):
@@ -107,15 +136,15 @@ def _count(value: str) -> str:
 @app.command()
 def check(
     bundles: List[Path] = typer.Argument(
-        ..., metavar="BUNDLE...", help="Bundle files: .json (one bundle) or .jsonl (one per line); "
+        ..., metavar="BUNDLE...", autocompletion=_file_kinds(".json", ".jsonl"), help="Bundle files: .json (one bundle) or .jsonl (one per line); "
         "- reads JSON Lines from standard input."
     ),
     rubric: Optional[Path] = typer.Option(
-        None, "--rubric", "-r", metavar="FILE",
+        None, "--rubric", "-r", metavar="FILE", autocompletion=_file_kinds(".rubric", ".json"),
         help="A .rubric source or compiled IR .json; overrides each bundle's \"rubric\" field.",
     ),
     fmt: Optional[str] = typer.Option(
-        None, "--format", "-f", metavar="text|json|rich", callback=_one_of(Format),
+        None, "--format", "-f", metavar="text|json|rich", callback=_one_of(Format), autocompletion=_values(Format),
         help="Report format [default: rich on a terminal (one line per bundle after 20), text otherwise].",
     ),
     chain: Optional[str] = typer.Option(None, "--chain", metavar="NAME",
@@ -147,6 +176,7 @@ def check(
     output: Optional[Path] = typer.Option(
         None, "--output", "-o", metavar="DIR", help="With --ray: the folder for reports.jsonl, properties.parquet and summary.json."
     ),
+    verbose: bool = typer.Option(False, "--verbose", help="With --ray: show Ray's own log lines and progress too."),
     trace: Optional[str] = typer.Option(
         None, "--trace", metavar="FORMAT", help="Read every input as an agent trace in this format [default: a value that is "
         "not a bundle is a trace, its format detected]."
@@ -159,20 +189,21 @@ def check(
 ) -> None:
     """Check candidate bundles or agent traces against a rubric and print evidence-first reports.
 
-    A trace's steps become evidence by the rubric's MAP block (docs/traces.md).
+    A trace's steps become evidence by the rubric's MAP block (https://github.com/admiss/admiss/blob/main/docs/traces.md).
     Exit 0 when every bundle passes, 1 when any fails, 2 on bad input (the rest still run).
     """
     from admiss.runner import CheckOptions, run_check
 
     if ray_address is not None or output is not None:
-        raise typer.Exit(_check_on_ray(ray_address, bundles, rubric, output, chain, report.value, config, offline))
+        raise typer.Exit(_check_on_ray(ray_address, bundles, rubric, output, chain, report.value, config, offline,
+                                       verbose))
     options = CheckOptions(rubric, fmt or _default_format().value, chain, config, int(jobs), fail_fast, offline,
                            report.value, trace, live)
     raise typer.Exit(run_check(bundles, options))
 
 
 def _check_on_ray(address: str | None, bundles: List[Path], rubric: Optional[Path], output: Optional[Path],
-                  chain: Optional[str], report: str, config: Optional[Path], offline: bool) -> int:
+                  chain: Optional[str], report: str, config: Optional[Path], offline: bool, verbose: bool) -> int:
     if address is None or output is None or rubric is None:
         sys.stderr.write("admiss check: --ray ADDRESS, -o OUTDIR and --rubric FILE go together\n")
         return EXIT_BAD_INPUT
@@ -183,7 +214,7 @@ def _check_on_ray(address: str | None, bundles: List[Path], rubric: Optional[Pat
             raise
         sys.stderr.write("admiss check: --ray needs Ray: pip install 'admiss[ray]'\n")
         return EXIT_BAD_INPUT
-    return run_on_ray(address, bundles, rubric, output, chain, report, config, offline)
+    return run_on_ray(address, bundles, rubric, output, chain, report, config, offline, verbose)
 
 
 @app.command("import")
@@ -212,7 +243,7 @@ def import_(
 
 @app.command("compile")
 def compile_(
-    file: Path = typer.Argument(..., metavar="FILE", help="A .rubric source file (or compiled IR .json, rewritten)."),
+    file: Path = typer.Argument(..., metavar="FILE", autocompletion=_file_kinds(".rubric", ".json"), help="A .rubric source file (or compiled IR .json, rewritten)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="OUT",
                                           help="Write the IR here instead of stdout."),
 ) -> None:
@@ -265,9 +296,10 @@ def _rubric_files(paths: List[Path]) -> Iterator[Path]:
 
 @app.command()
 def lint(
-    paths: List[Path] = typer.Argument(..., metavar="PATH...",
+    paths: List[Path] = typer.Argument(..., metavar="PATH...", autocompletion=_file_kinds(".rubric"),
                                        help="Rubric files, or folders searched for *.rubric files; - reads standard input."),
     fmt: str = typer.Option("text", "--format", "-f", metavar="text|json|sarif|github", callback=_one_of(LintFormat),
+                            autocompletion=_values(LintFormat),
                             help="Output format."),
     select: Optional[List[str]] = typer.Option(
         None, "--select", metavar="CODES", help="Codes or prefixes to run, comma-separated (replaces the "
@@ -278,12 +310,12 @@ def lint(
 ) -> None:
     """Report weak or contradictory rubrics, and every compile error, with stable codes.
 
-    Exit 0 with no findings, 1 with findings (warnings count), 2 on usage errors or
-    unreadable files. Settings: [lint] in admiss.toml or [tool.admiss.lint] in pyproject.toml.
+    Exit 0 with no findings, 1 with findings (warnings count), 2 on usage errors,
+    unreadable files, or when no rubric file was found. Settings: [lint] in admiss.toml or [tool.admiss.lint] in pyproject.toml.
     """
     from admiss.errors import AdmissError
     from admiss.lint import find_config, lint_source
-    from admiss.lint.output import FORMATS, FileResult
+    from admiss.lint.output import FORMATS, FileResult, text as lint_text
     from admiss.source import Source
 
     try:
@@ -291,18 +323,24 @@ def lint(
     except AdmissError as error:
         _print_error(error)
         raise typer.Exit(EXIT_BAD_INPUT)
-    exit_code, results = EXIT_PASS, []
-    for path in _rubric_files(paths):
+    exit_code, results, unreadable = EXIT_PASS, [], 0
+    files = list(_rubric_files(paths))
+    # Like ruff: a run that found nothing to lint says so and does not pass.
+    for folder in (p for p in paths if p.is_dir() and not any(f.is_relative_to(p) for f in files)):
+        sys.stderr.write(f"warning: no .rubric files found in {folder}\n")
+    if not files:
+        raise typer.Exit(EXIT_BAD_INPUT)
+    for path in files:
         try:
             name, text = _source_text(path)
         except AdmissError as error:
             _print_error(error)
-            exit_code = EXIT_BAD_INPUT
+            exit_code, unreadable = EXIT_BAD_INPUT, unreadable + 1
             continue
         # Standard input has no folder, so its gate files cannot be checked.
         found = lint_source(text, name, config, folder=None if name == "<stdin>" else path.parent)
         results.append(FileResult(Source(name, text), tuple(found)))
-    sys.stdout.write(FORMATS[fmt](results))
+    sys.stdout.write(FORMATS[fmt](results) if fmt != "text" else lint_text(results, unreadable))
     if any(result.diagnostics for result in results):
         exit_code = max(exit_code, EXIT_FAIL)
     raise typer.Exit(exit_code)
@@ -324,7 +362,7 @@ def fmt_(
     check: bool = typer.Option(False, "--check", help="Write nothing; print a diff and exit 1 if a file would change."),
     diff: bool = typer.Option(False, "--diff", help="Write nothing; print a diff of what would change."),
 ) -> None:
-    """Rewrite rubric files in the canonical layout (docs/fmt.md); comments are kept.
+    """Rewrite rubric files in the canonical layout (https://github.com/admiss/admiss/blob/main/docs/fmt.md); comments are kept.
 
     Exit 0, or 1 with --check when a file would change, or 2 when a file cannot be read,
     does not parse, or cannot be written (that file is left untouched).
@@ -379,7 +417,7 @@ def savings(
 ) -> None:
     """Spend on models and gates, what the top rung alone would have cost, and the net saving.
 
-    Broken down by chain, rung and gate (docs/savings.md). Exit 0, or 2 when an input or the
+    Broken down by chain, rung and gate (https://github.com/admiss/admiss/blob/main/docs/savings.md). Exit 0, or 2 when an input or the
     config is bad (then nothing is printed or written).
     """
     import json
@@ -438,7 +476,7 @@ def serve(
                                 "own error budgets; /metrics adds them up [default: 1]."),
 ) -> None:
     """Serve the rubric's chains as an OpenAI-compatible gateway that sends only verified
-    output, with receipts, /metrics and bearer keys (docs/serve.md).
+    output, with receipts, /metrics and bearer keys (https://github.com/admiss/admiss/blob/main/docs/serve.md).
 
     Stops on SIGTERM or Ctrl-C: in-flight requests finish (up to [serve] grace_s), the
     store is flushed, exit 0. Exit 2 when the rubric, config or store is bad; exit 3 when
@@ -518,7 +556,43 @@ def receipts_export(
         raise typer.Exit(EXIT_BAD_INPUT)
 
 
+# ---------------------------------------------------------------- shell completion
+
+_COMPLETE_VAR = "_ADMISS_COMPLETE"
+
+
+_SHELLS = ("bash", "zsh", "fish", "powershell", "pwsh")
+
+
+def _shell(value: str) -> str:
+    if value not in _SHELLS:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(_SHELLS)}")
+    return value
+
+
+def _show_completion(ctx, param, value: Optional[str]) -> None:
+    if value is None or ctx.resilient_parsing:
+        return
+    from typer._completion_shared import get_completion_script
+
+    typer.echo(get_completion_script(prog_name="admiss", complete_var=_COMPLETE_VAR, shell=_shell(value)))
+    raise typer.Exit()
+
+
+def _install_completion(ctx, param, value: Optional[str]) -> None:
+    if value is None or ctx.resilient_parsing:
+        return
+    from typer._completion_shared import install
+
+    shell, path = install(shell=_shell(value), prog_name="admiss", complete_var=_COMPLETE_VAR)
+    typer.echo(f"{shell} completion installed in {path}; it takes effect in a new terminal")
+    raise typer.Exit()
+
+
 def main() -> None:
     # One name whichever way it is started (python -m admiss too): in usage lines, and in
     # the _ADMISS_COMPLETE variable that shell completion sets.
+    from typer.completion import completion_init
+
+    completion_init()  # typer's completion classes, which add_completion=True would register
     app(prog_name="admiss")

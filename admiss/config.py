@@ -210,7 +210,8 @@ class ModelCall:
     span: Span = NO_SPAN
 
 
-def missing_providers(config: Config, calls: Iterable[ModelCall], file: str | None = None) -> list[Diagnostic]:
+def missing_providers(config: Config, calls: Iterable[ModelCall], file: str | None = None,
+                      offline_possible: bool = True) -> list[Diagnostic]:
     """E140 for each call whose model has no ``[providers.NAME]`` table in ``config``.
 
     Checked before any bundle, so a missing table is a configuration error and never a
@@ -224,7 +225,7 @@ def missing_providers(config: Config, calls: Iterable[ModelCall], file: str | No
         missing = (f"no [providers.{name}] table in {_config_name(config)}" if name is not None
                    else "the model names no provider (write it as \"provider/model\")")
         found.append(Diagnostic("E140", f"{call.caller} calls {call.model}, but {missing}", call.span,
-                                hint=_ways_out(name, config), file=file))
+                                hint=_ways_out(name, config, offline_possible), file=file))
     return found
 
 
@@ -232,9 +233,11 @@ def _config_name(config: Config) -> str:
     return str(config.path) if config.path is not None else "admiss.toml (none found beside the rubric or in the working folder)"
 
 
-def _ways_out(name: str | None, config: Config) -> str:
+def _ways_out(name: str | None, config: Config, offline_possible: bool = True) -> str:
     where = str(config.path) if config.path is not None else CONFIG_NAME
     add = f"add [providers.{name}] with its base_url to {where}" if name else "name the provider in the model id"
+    if not offline_possible:  # a gateway serves live: it has no offline mode to suggest
+        return add
     return f"{add}, or run offline (admiss check --offline; admiss.load(..., offline=True)): gates that need a model then abstain"
 
 

@@ -9,7 +9,9 @@ import tempfile
 from pathlib import Path
 from typing import IO, Iterable, Iterator
 
+from admiss import limits
 from admiss.errors import Diagnostic, InputError, input_error
+from admiss.source import Source, Span
 
 
 @contextlib.contextmanager
@@ -21,6 +23,8 @@ def reading(path: Path | str) -> Iterator[None]:
         raise input_error(str(path), "no such file", hint="check the path") from None
     except IsADirectoryError:
         raise input_error(str(path), "is a folder, not a file") from None
+    except UnicodeDecodeError:
+        raise not_utf8(str(path)) from None
     except (OSError, UnicodeError) as exc:  # UnicodeError: a path holding a lone surrogate, say
         raise input_error(str(path), f"cannot read: {exc}") from None
 
@@ -50,6 +54,29 @@ def _identity(path: Path | str) -> tuple[int, int] | None:
     except (OSError, ValueError):  # missing, unreadable, or a name no file can have
         return None
     return found.st_dev, found.st_ino
+
+
+def not_utf8(path: str) -> InputError:
+    """E001 at the first byte of ``path`` that is not UTF-8, with its line and a caret, as a
+    .jsonl line's B001 is: the codec's own words ("position 34") name no line a user can find."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(limits.MAX_BUNDLE_BYTES)
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        start = exc.start
+    except OSError:
+        start = None
+    if start is None:  # changed under us, or standard input: nothing to read again
+        return input_error(path, "cannot read: not UTF-8 text")
+    line_start = raw.rfind(b"\n", 0, start) + 1
+    line_end = raw.find(b"\n", start)
+    shown = raw[line_start:line_end if line_end >= 0 else len(raw)].decode("utf-8", "replace").rstrip("\r")
+    line = 1 + raw.count(b"\n", 0, start)
+    column = len(raw[line_start:start].decode("utf-8", "replace")) + 1
+    return InputError([Diagnostic("E001", f"cannot read: not UTF-8 text (byte 0x{raw[start]:02x})",
+                                  Span.point(line, column), hint="admiss reads UTF-8 text: save the file as UTF-8",
+                                  file=path)], Source(path, "\n" * (line - 1) + shown))
 
 
 def write_atomically(path: Path, text: str) -> None:

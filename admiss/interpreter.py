@@ -21,11 +21,37 @@ if TYPE_CHECKING:
     from admiss.traces.steps import Trace
 
 
+def chosen_chain(rubric: CompiledRubric, requested: str | None,
+                 option: str = "--chain NAME (chain=NAME in Python)") -> str | None:
+    """The CHAIN to run: ``requested``, which must be one of the rubric's (E003 otherwise, a
+    rubric without chains too: a chain asked for and silently not run would read as a pass),
+    or the rubric's only one. ``option`` is how the caller's user picks one (``chain=`` in
+    Python's Router), for the hint."""
+    names = [c.name for c in rubric.ir.chains]
+    if requested is not None:
+        if requested not in names:
+            from admiss.errors import did_you_mean
+
+            raise input_error(rubric.origin or rubric.name, f"no CHAIN named '{requested}'",
+                              hint=did_you_mean(requested, names) or (f"chains: {', '.join(names)}" if names
+                                                                  else "the rubric has no CHAIN to run"),
+                              code="E003")
+        return requested
+    if len(names) > 1:
+        raise input_error(rubric.origin or rubric.name, "the rubric has several chains",
+                          hint=f"pick one with {option}: {', '.join(names)}", code="E003")
+    return names[0] if names else None
+
+
 class Runtime:
     """Run state shared by the bundles of one run: chains, budgets, loop, clients."""
 
-    def __init__(self, rubric: CompiledRubric, config_path: Path | None = None, offline: bool = False, config=None):
+    def __init__(self, rubric: CompiledRubric, config_path: Path | None = None, offline: bool = False, config=None,
+                 gateway: bool = False):
         self.rubric = rubric
+        # For admiss.Router and admiss serve, which run live: hints name chain= and never
+        # suggest an offline run.
+        self.gateway = gateway
         self.config_path = config_path
         # Offline runs make no model calls on purpose; otherwise every model a gate calls
         # must have its provider configured before a bundle is checked.
@@ -37,19 +63,7 @@ class Runtime:
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def chain_name(self, requested: str | None) -> str | None:
-        names = [c.name for c in self.rubric.ir.chains]
-        if requested is not None:
-            if requested not in names:
-                from admiss.errors import did_you_mean
-
-                raise input_error(self.rubric.origin or self.rubric.name, f"no CHAIN named '{requested}'",
-                                  hint=did_you_mean(requested, names) or f"chains: {', '.join(names) or 'none'}",
-                                  code="E003")
-            return requested
-        if len(names) > 1:
-            raise input_error(self.rubric.origin or self.rubric.name, "the rubric has several chains",
-                              hint=f"pick one with --chain: {', '.join(names)}", code="E003")
-        return names[0] if names else None
+        return chosen_chain(self.rubric, requested, *(("chain=NAME",) if self.gateway else ()))
 
     def gate_context(self):
         if self._context is None:
@@ -92,7 +106,7 @@ class Runtime:
 
         if self.offline:
             return
-        problems = missing_providers(self.gate_context().config, calls, self.rubric.origin)
+        problems = missing_providers(self.gate_context().config, calls, self.rubric.origin, not self.gateway)
         if problems:
             raise InputError(problems, _rubric_source(self.rubric.origin))
 
@@ -161,6 +175,7 @@ def check_bundle(rubric: CompiledRubric, bundle: Any, bundle_name: str | None = 
     results = [prop.check(offered(rows, prop.name) if scoped else rows) for prop in rubric.properties]
     evidence = bundle.get("evidence", ())
     if not rubric.ir.chains:
+        chosen_chain(rubric, chain)  # E003 when a chain was asked for
         return CheckReport(rubric, bundle_name, results, None, evidence)
     runtime = runtime or Runtime(rubric)
     chain_name = runtime.chain_name(chain)

@@ -25,6 +25,8 @@ _TERMINAL_WORDS = {
     "RBRACE": "'}'",
     "LSQB": "'['",
     "RSQB": "']'",
+    "PATH": "a path starting at args. or result. (args.form, result.status)",
+    "EQ": "'=='",
     "COMMA": "','",
     "$END": "end of file",
 }
@@ -140,7 +142,19 @@ def _special_hint(exc: UnexpectedInput, source: Source) -> str | None:
         return f"keywords are upper case: write {str(token).upper()}"
     if isinstance(exc, UnexpectedCharacters) and source.text[exc.pos_in_stream:exc.pos_in_stream + 1] == '"':
         return 'strings end on the same line and use JSON escapes: \\" \\\\ \\n \\uXXXX'
+    if isinstance(exc, UnexpectedCharacters) and "_EQ" in exc.allowed:
+        return _comparison_hint(source.text[exc.pos_in_stream:exc.pos_in_stream + 2])
     return None
+
+
+def _comparison_hint(found: str) -> str:
+    """WHERE compares with == alone: what to write instead of = or !=."""
+    if found == "!=":
+        return ("WHERE has only ==: for \"not equal\", put a rule WHERE path == value ... SKIP (or AS another "
+                "kind) before this one; the first rule that matches a step decides it")
+    if found.startswith("="):
+        return "compare with == (two equals signs)"
+    return "expected '=='"
 
 
 def syntax_diagnostic(exc: UnexpectedInput, source: Source) -> Diagnostic:

@@ -17,10 +17,13 @@ Install with ``pip install 'admiss[ray]'``.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
+import logging
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -206,15 +209,48 @@ def check_dataset(dataset_or_paths: Any, rubric: Rubric | str | Path, output: st
     return result
 
 
+def _quiet() -> None:
+    """Ray's own chatter off: its INFO lines and progress log, the C++ core worker's log, its
+    warnings. For 3 bundles Ray printed some 60 lines that said nothing about them. Ray's
+    errors still come as exceptions, and admiss's own errors are still written."""
+    # Read by the driver's core worker when ray.init starts it, so set before.
+    os.environ["RAY_BACKEND_LOG_LEVEL"] = "fatal"
+    logging.getLogger("ray").setLevel(logging.ERROR)
+    logging.getLogger("ray.data").setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore", module=r"ray(\.|$)")
+    context = ray.data.DataContext.get_current()
+    context.enable_progress_bars = False
+    context.print_on_execution_start = False
+
+
+@contextlib.contextmanager
+def _stderr_silenced():
+    """File descriptor 2 sent to /dev/null: the core worker's C++ log writes there when
+    ray.init starts it (a line saying which log level it read), past Python's logging. A
+    failed start still raises."""
+    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
 def run_on_ray(address: str, paths: list[Path], rubric: Path, output: Path, chain: str | None, report: str,
-               config: Path | None, offline: bool = False) -> int:
-    """``admiss check --ray ADDRESS``: the exit code, as ``admiss check`` would give it."""
-    if address == "local":
-        # A Ray instance of this machine's own, reached over loopback only.
-        ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False,
-                 _node_ip_address="127.0.0.1")
-    else:
-        ray.init(address=address, log_to_driver=False, configure_logging=False)
+               config: Path | None, offline: bool = False, verbose: bool = False) -> int:
+    """``admiss check --ray ADDRESS``: the exit code, as ``admiss check`` would give it.
+    Ray's own logging is off unless ``verbose``."""
+    if not verbose:
+        _quiet()
+    with contextlib.nullcontext() if verbose else _stderr_silenced():
+        if address == "local":
+            # A Ray instance of this machine's own, reached over loopback only.
+            ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False,
+                     _node_ip_address="127.0.0.1")
+        else:
+            ray.init(address=address, log_to_driver=False, configure_logging=False)
     try:
         summary = check_dataset([str(p) for p in paths], rubric, output, chain=chain, report=report, config=config,
                                 offline=offline, errors=sys.stderr)

@@ -328,7 +328,7 @@ def _line_text(raw: str | bytes, path: str, number: int) -> str:
         column = len(raw[: exc.start].decode("utf-8", "replace")) + 1
         raise BundleError([Diagnostic("B001", f"invalid JSON: not UTF-8 text (byte 0x{raw[exc.start]:02x})",
                                       Span.point(number, column), file=path,
-                                      hint="bundles are UTF-8 JSON; this line's other bundles are still checked")],
+                                      hint="bundles are UTF-8 JSON; the file's other bundles are still checked")],
                           Source(path, "\n" * (number - 1) + shown)) from None
 
 

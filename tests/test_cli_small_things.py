@@ -63,7 +63,7 @@ def test_dash_reads_json_lines_from_stdin(admiss_cli, tmp_path):
 
 def test_shell_completion_is_typers_own(admiss_cli, tmp_path):
     ran = admiss_cli("--show-completion", "bash")
-    assert ran.code == 0 and "_ADMISS_COMPLETE" in ran.out
+    assert ran.code == 0 and "_ADMISS_COMPLETE" in ran.out and "COMPREPLY" in ran.out
     env = dict(os.environ, _ADMISS_COMPLETE="complete_bash", COMP_WORDS="admiss ch", COMP_CWORD="1")
     proc = subprocess.run([sys.executable, "-m", "admiss"], env=env, capture_output=True, text=True, timeout=60)
     assert proc.stdout.split() == ["check"]
@@ -89,3 +89,31 @@ def test_lint_and_fmt_read_standard_input(admiss_cli):
     assert ran.code == 0 and ran.out == "PROPERTY p {\n  ADMIT summary\n}\n"
     ran = admiss_cli("fmt", "--check", "-", stdin="PROPERTY p {   ADMIT summary }\n")
     assert ran.code == 1 and ran.out.startswith("--- <stdin>\n+++ <stdin>\n")
+
+
+@pytest.mark.parametrize("shell,mark", [("zsh", "#compdef admiss"), ("fish", "complete --command admiss"),
+                                        ("bash", "complete -o default -F")])
+def test_show_completion_prints_the_named_shells_script(admiss_cli, shell, mark):
+    # typer's flag took no value and printed the script of the shell running admiss.
+    ran = admiss_cli("--show-completion", shell)
+    assert ran.code == 0 and mark in ran.out, ran.out + ran.err
+    assert admiss_cli("--show-completion", "tcsh").code == 2
+
+
+def _completions(words: str, cwd) -> list[str]:
+    env = dict(os.environ, _ADMISS_COMPLETE="complete_bash", COMP_WORDS=words,
+               COMP_CWORD=str(len(words.split()) - (0 if words.endswith(" ") else 1)))
+    proc = subprocess.run([sys.executable, "-m", "admiss"], env=env, capture_output=True, text=True, timeout=60,
+                          cwd=cwd)
+    return proc.stdout.split()
+
+
+def test_completion_offers_option_values_and_file_kinds(tmp_path):
+    assert _completions("admiss check --format ", tmp_path) == ["text", "json", "rich"]
+    assert _completions("admiss lint -f s", tmp_path) == ["sarif"]
+    for name in ("a.rubric", "b.json", "c.jsonl", "notes.txt", ".hidden.rubric"):
+        (tmp_path / name).write_text("", encoding="utf-8")
+    (tmp_path / "sub").mkdir()
+    assert _completions("admiss check ", tmp_path) == ["b.json", "c.jsonl", "sub/"]
+    assert _completions("admiss check --rubric ", tmp_path) == ["a.rubric", "b.json", "sub/"]
+    assert _completions("admiss lint ", tmp_path) == ["a.rubric", "sub/"]

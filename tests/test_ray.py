@@ -70,3 +70,16 @@ def test_parquet_columns_keep_their_types_when_no_bundle_could_be_checked(local_
 def test_the_cli_says_what_ray_needs(admiss_cli, tmp_path):
     ran = admiss_cli("check", "--ray", "local", "x.jsonl")
     assert ran.code == 2 and "--ray ADDRESS, -o OUTDIR and --rubric FILE go together" in ran.err
+
+
+def test_ray_is_quiet_by_default_and_errors_still_show(admiss_cli, tmp_path):
+    # One real `admiss check --ray local` run: Ray printed some 60 INFO, progress and
+    # core_worker.cc lines for a handful of bundles; only admiss's own error may remain.
+    (tmp_path / "sec.rubric").write_text(STRICT)
+    (tmp_path / "b.jsonl").write_text(json.dumps({"evidence": [TEN_K]}) + "\n"
+                                      + json.dumps({"evidence": [SHORTCUT]}) + "\nnot json\n")
+    ran = admiss_cli("check", "--ray", "local", "--rubric", "sec.rubric", "-o", "out", "b.jsonl")
+    assert ran.code == 2, ran.err
+    assert ran.err == ("b.jsonl:3:1: B001 invalid JSON: Expecting value\n  not json\n  ^\n"
+                       "  hint: a bundle is one JSON object (a .jsonl file: one per line)\n")
+    assert len((tmp_path / "out" / "reports.jsonl").read_text().splitlines()) == 3

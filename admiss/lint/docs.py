@@ -24,7 +24,15 @@ def _body(rule: Rule) -> str:
 
 def rule_page(rule: Rule) -> str:
     return (f"# {rule.code} {rule.name}\n\n{_GENERATED}\n\n{rule.summary}\n\n"
-            f"Severity: **{rule.severity}**. All rules: [index](index.md).\n\n{_body(rule)}\n")
+            f"Severity: **{rule.severity}**. All rules: [index](index.md).\n\n{_marked(_body(rule))}\n")
+
+
+def _marked(body: str) -> str:
+    """The body with its Example's rubric fenced as a bad example: the docs test lints every
+    other rubric shown (tests/test_docs_rubrics_lint.py), the "How to fix it" one included."""
+    head, example, tail = body.partition("## Example")
+    shown, fix, rest = tail.partition("## How to fix it")
+    return head + example + shown.replace("```rubric\n", "```rubric bad-example\n") + fix + rest
 
 
 _INDEX_HEAD = f"""# Lint rules
@@ -37,7 +45,7 @@ critics, hidden shortcuts, accept-if-plausible defaults) and the common mistakes
 chains. How to run it, select rules, configure it and suppress a finding is in
 [../cli.md](../cli.md#admiss-lint).
 
-Every compile error (E100-E120, see [../language.md](../language.md#compile-errors)) is
+Every compile error (E100-E118 and E130-E138, see [../language.md](../language.md#compile-errors)) is
 reported too, with its own code, alongside the findings below. Compile errors cannot be
 ignored or suppressed.
 

@@ -26,16 +26,19 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
-def text(results: list[FileResult]) -> str:
-    """Each diagnostic as ``Diagnostic.render`` prints it, a blank line apart, then a summary."""
+def text(results: list[FileResult], unreadable: int = 0) -> str:
+    """Each diagnostic as ``Diagnostic.render`` prints it, a blank line apart, then a summary
+    that counts the ``unreadable`` files too, so it never reads as if an error above it
+    (``E001 no such file``) had not happened."""
     blocks = [d.render(r.source) for r in results for d in r.diagnostics]
     found = [d for r in results for d in r.diagnostics]
+    not_read = f"; {_plural(unreadable, 'file')} could not be read" if unreadable else ""
     if not found:
-        return f"No problems in {_plural(len(results), 'file')}.\n"
+        return f"No problems in {_plural(len(results), 'file')}{' read' if unreadable else ''}{not_read}.\n"
     errors = sum(d.severity == "error" for d in found)
     files = sum(bool(r.diagnostics) for r in results)
     summary = (f"Found {_plural(len(found), 'problem')} ({_plural(errors, 'error')}, "
-               f"{_plural(len(found) - errors, 'warning')}) in {_plural(files, 'file')}.")
+               f"{_plural(len(found) - errors, 'warning')}) in {_plural(files, 'file')}{not_read}.")
     return "\n\n".join(blocks) + "\n\n" + summary + "\n"
 
 

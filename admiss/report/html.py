@@ -150,5 +150,7 @@ def savings_page(data: dict) -> str:
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
         f"<title>admiss savings</title><style>{_STYLE}</style></head><body>"
         f"<h1>admiss savings</h1>{_summary_table(data)}{_chain_table(data)}{charts}"
-        "<p>How each figure is computed: docs/savings.md in admiss.</p></body></html>\n"
+        # Named, not linked: the page makes no request to any host, and a pip-installed admiss ships no docs/.
+        "<p>How each figure is computed: the page savings.md of the admiss documentation.</p>"
+        "</body></html>\n"
     )

@@ -175,6 +175,8 @@ def report_dict(report: "ReportData", full: bool = False, own: Own = copy.deepco
         "missing_evidence_count": report.missing_evidence_count,
         "properties": _properties(report.properties, report.evidence, full, report.trace is not None, own),
     }
+    if report.verdict_note is not None:
+        out["verdict_note"] = report.verdict_note
     if report.chain is not None:
         out["chain"] = chain_dict(report.chain, full, own)
     if report.trace is not None:

@@ -30,3 +30,12 @@ class ReportData:
         self.evidence = evidence
         # For a checked trace: its format and the steps not offered as evidence.
         self.trace: dict | None = None
+
+    @property
+    def verdict_note(self) -> str | None:
+        """Which verdict is the answer, in words, when the chain's and the properties' differ:
+        a reader shown a property's ``yes`` above a chain's ``fail`` should not have to guess."""
+        if self.chain is None or self.verdict == self.aggregate:
+            return None
+        return (f"the answer is {self.verdict}: the chain's verdict decides the bundle, "
+                f"not the properties' aggregate ({self.aggregate})")

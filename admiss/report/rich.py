@@ -13,15 +13,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
+from rich.measure import Measurement
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from admiss.report.text import OFFLINE_LINE
+from admiss.report.text import OFFLINE_LINE, report_text
 from admiss.terminal import one_line
 
 if TYPE_CHECKING:
-    from admiss.cascade import ChainResult
+    from admiss.cascade import ChainResult, GateRecord
     from admiss.report import CheckReport
     from admiss.compiler import PropertyResult
     from admiss.report.model import ReportData
@@ -66,25 +67,38 @@ def _evidence_table(result: "PropertyResult") -> Table:
     return table
 
 
-def property_panel(result: "PropertyResult") -> Panel:
+def property_panel(result: "PropertyResult", width: int | None = None) -> Panel:
+    """The property's panel, titled with its name and verdict; when that title is wider than
+    the panel's border (``width``), it is the body's first line instead, where it wraps: a
+    border title is cut, and the cut may be the verdict."""
     title = Text.assemble(result.prop.display_name, "  ", _verdict(result.verdict))
-    body = Group(_rules_table(result), _evidence_table(result), Text(result.rationale, style="italic"))
-    return Panel(body, title=title, title_align="left")
+    parts = [_rules_table(result), _evidence_table(result), Text(result.rationale, style="italic")]
+    if width is not None and title.cell_len + 6 > width:
+        return Panel(Group(title, *parts), title_align="left")
+    return Panel(Group(*parts), title=title, title_align="left")
+
+
+def _ms(gate: "GateRecord") -> str:
+    """A gate's time: most local gates take well under a millisecond, which whole
+    milliseconds would show as 0; a gate that never ran has none."""
+    if gate.verdict == "skipped":
+        return "—"
+    return f"{gate.duration_ms:.3f}" if gate.duration_ms < 10 else f"{gate.duration_ms:.0f}"
 
 
 def chain_table(chain: "ChainResult") -> Table:
     table = Table(title=f"chain {chain.name}", title_justify="left", expand=True)
-    for column in ("rung", "gate", "verdict", "score", "cost $", "ms", "reason"):
+    for column in ("rung", "model", "gate", "verdict", "score", "cost $", "ms", "reason"):
         table.add_column(column, overflow="fold")
     for rung in chain.rungs:
         table.add_row(Text.assemble(rung.rung, " ", _verdict(rung.outcome)), Text(one_line(rung.model or "")), "", "",
-                      f"{rung.cost_usd:.6f}", "", "", end_section=not rung.gates)
+                      "", f"{rung.cost_usd:.6f}", "", "", end_section=not rung.gates)
         for i, gate in enumerate(rung.gates):
             shown = _verdict(gate.verdict)
             if gate.effective != gate.verdict:
                 shown = Text.assemble(shown, " → ", _verdict(gate.effective))
             score = "" if gate.score is None else f"{gate.score:.2f}"
-            table.add_row("", gate.gate, shown, score, f"{gate.gate_cost_usd:.6f}", f"{gate.duration_ms:.0f}",
+            table.add_row("", "", gate.gate, shown, score, f"{gate.gate_cost_usd:.6f}", _ms(gate),
                           Text(one_line(gate.reason or "")), end_section=i == len(rung.gates) - 1)
     return table
 
@@ -95,15 +109,23 @@ def report_console(**options) -> Console:
     return Console(markup=False, emoji=False, highlight=False, **options)
 
 
+# Below this many columns panels and tables cannot show a report: it is drawn as the text report.
+PLAIN_BELOW = 50
+
+
 def print_report(report: "ReportData", console: Console | None = None) -> None:
     console = console or report_console()
+    if console.width < PLAIN_BELOW:
+        name = f"==> {one_line(report.bundle_name)} <==\n" if report.bundle_name else ""
+        console.file.write(name + report_text(report) + "\n")
+        return
     if report.bundle_name:
         console.rule(Text(one_line(report.bundle_name)))
     if report.chain is not None and report.chain.offline:
         console.print(Panel(Text(OFFLINE_LINE, style="bold yellow"), title="OFFLINE", title_align="left",
                             border_style="yellow"))
     for result in report.properties:
-        console.print(property_panel(result))
+        console.print(property_panel(result, console.width))
     console.print(Text.assemble("aggregate: ", _verdict(report.aggregate),
                                 f"   missing evidence: {report.missing_evidence_count}"))
     if report.chain is not None:
@@ -113,6 +135,8 @@ def print_report(report: "ReportData", console: Console | None = None) -> None:
             "served: ", chain.served or Text("none (exhausted)", style="bold red"),
             f"   model spend ${chain.model_cost_usd:.6f}   gate spend ${chain.gate_cost_usd:.6f}   verdict: ",
             _verdict(report.verdict)))
+    if report.verdict_note is not None:
+        console.print(Text(report.verdict_note, style="bold"))
 
 
 # Full reports a batch draws before it switches to one line per bundle.
@@ -254,12 +278,29 @@ def _savings_by_gate(data: dict) -> Table:
     return table
 
 
+def _records(table: Table) -> Text:
+    """A table too wide for the terminal as one block of ``column: value`` lines per row:
+    folded into a few columns, its cells break mid-word and mid-number."""
+    columns = [(str(c.header) or "", [str(cell) for cell in c.cells]) for c in table.columns]
+    rows = []
+    for i in range(table.row_count):
+        cells = [(header, cells[i]) for header, cells in columns if cells[i]]
+        rows.append("\n".join(f"{header}: {cell}" if header else cell for header, cell in cells))
+    return Text("\n\n".join(rows))
+
+
+def _natural_width(console: Console, table: Table) -> int:
+    """The width ``table`` takes unfolded (the console's own measure stops at its width)."""
+    return Measurement.get(console, console.options.update_width(10_000), table).maximum
+
+
 def print_savings(data: dict, console: Console | None = None) -> None:
     """The figures of ``admiss.savings.savings`` as three tables, then why any request is unpriced."""
     console = console or report_console()
     # Headings apart from the tables: a table's title is padded with spaces to its width.
     for heading, table in (("savings", _savings_summary), ("by rung", _savings_by_rung), ("by gate", _savings_by_gate)):
         console.print(Text(heading, style="bold"))
-        console.print(table(data))
+        drawn = table(data)
+        console.print(drawn if _natural_width(console, drawn) <= console.width else _records(drawn))
     for note, count in data["unpriced_notes"].items():
         console.print(Text(f"unpriced ({count}): {one_line(note)}", style="yellow"))

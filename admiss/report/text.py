@@ -84,6 +84,8 @@ def _report_text(report: "ReportData") -> str:
         return text
     # A chain's receipt follows the seed's report, so property-only rubrics keep its bytes.
     text = text + "\n\n" + "\n".join(chain_lines(report.chain)) + f"\nverdict: {report.verdict}"
+    if report.verdict_note is not None:
+        text += f"\nnote: {report.verdict_note}"
     return f"{OFFLINE_LINE}\n{text}" if report.chain.offline else text
 
 

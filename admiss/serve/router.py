@@ -88,7 +88,7 @@ class Router:
         rubric = rubric_or_path if isinstance(rubric_or_path, Rubric) else load(rubric_or_path, config_path)
         self.rubric = rubric
         self._runtime = Runtime(rubric.compiled, Path(config_path) if config_path else None,
-                                config if isinstance(config, Config) else None)
+                                config=config if isinstance(config, Config) else None, gateway=True)
         name = self._runtime.chain_name(chain)
         if name is None:
             raise InputError([Diagnostic("E150", "the rubric has no CHAIN to serve", file=rubric.compiled.origin)])

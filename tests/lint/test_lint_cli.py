@@ -156,3 +156,25 @@ def test_shipped_rubrics_copy_is_clean_after_fmt(admiss_cli, tmp_path):
     shutil.copytree(ROOT / "rubrics", tmp_path / "rubrics")
     shipped = len(list((ROOT / "rubrics").glob("*.rubric")))
     assert admiss_cli("fmt", "rubrics").err.endswith(f"0 files reformatted, {shipped} files left unchanged\n")
+
+
+def test_summary_counts_the_files_that_could_not_be_read(admiss_cli, tmp_path):
+    # The summary under an E001 must not read "No problems in 0 files." as if all were well.
+    ran = admiss_cli("lint", "missing.rubric")
+    assert ran.code == 2 and ran.err.startswith("missing.rubric: E001 no such file")
+    assert ran.out == "No problems in 0 files read; 1 file could not be read.\n"
+    write(tmp_path, "weak.rubric", WEAK)
+    ran = admiss_cli("lint", "missing.rubric", "weak.rubric")
+    assert ran.out.endswith("Found 1 problem (0 errors, 1 warning) in 1 file; 1 file could not be read.\n")
+
+
+def test_a_folder_without_rubrics_warns_and_fails(admiss_cli, tmp_path):
+    (tmp_path / "empty").mkdir()
+    ran = admiss_cli("lint", "empty")
+    assert (ran.code, ran.out) == (2, "")
+    assert ran.err == "warning: no .rubric files found in empty\n"
+    # Beside a folder with a rubric, the empty one is still named, and the run is judged
+    # by what was linted.
+    write(tmp_path, "full/clean.rubric", CLEAN)
+    ran = admiss_cli("lint", "empty", "full")
+    assert (ran.code, ran.out, ran.err) == (0, "No problems in 1 file.\n", "warning: no .rubric files found in empty\n")

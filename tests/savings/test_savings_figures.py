@@ -231,7 +231,7 @@ def _bad_body(body: dict) -> dict:
 
 @pytest.mark.parametrize("name, make, expected", [
     ("plain.txt", lambda p: p.write_text("hello\n"), r"plain\.txt:1:1: E170 invalid JSON"),
-    ("bin.db", lambda p: p.write_bytes(b"\x00\xff\xfe not sqlite"), r"bin\.db: E001 cannot read"),
+    ("bin.db", lambda p: p.write_bytes(b"\x00\xff\xfe not sqlite"), r"bin\.db:1:2: E001 cannot read: not UTF-8 text \(byte 0xff\)"),
     ("damaged.db", lambda p: p.write_bytes(b"SQLite format 3\x00" + b"\x07" * 600),
      r"damaged\.db: E171 (the receipt store is damaged|not a receipt store)"),
     ("other.db", lambda p: sqlite3.connect(p).execute("CREATE TABLE t (x)").connection.commit(),

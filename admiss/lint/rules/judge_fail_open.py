@@ -23,9 +23,11 @@ CHAIN reply {
 ## How to fix it
 ```rubric
 CHAIN reply {
-  GATE non_empty ON ABSTAIN fail_closed
-  GATE judge MODEL "openai/gpt-5" RUBRIC "Which claim is not supported by the sources?"
-    ON ABSTAIN fail_closed
+  RUNG answer MODEL "anthropic/claude-sonnet-5" {
+    GATE non_empty ON ABSTAIN fail_closed
+    GATE judge MODEL "openai/gpt-5" RUBRIC "Which claim is not supported by the sources?"
+      ON ABSTAIN fail_closed
+  }
 }
 ```
 """

@@ -31,6 +31,7 @@ CHAIN serve {
   RUNG strong MODEL "anthropic/claude-sonnet-5" {
     GATE judge MODEL "openai/gpt-5"
       RUBRIC "Which claim has no cited passage that states it? Score 0 if any."
+      ON ABSTAIN fail_closed
   }
 }
 ```

@@ -27,6 +27,7 @@ CHAIN review {
   RUNG draft MODEL "anthropic/claude-sonnet-5" {
     GATE non_empty ON ABSTAIN fail_closed
     GATE judge MODEL "openai/gpt-5" RUBRIC "Which claim has no cited passage that states it? Score 0 if any."
+      ON ABSTAIN fail_closed
   }
 }
 ```

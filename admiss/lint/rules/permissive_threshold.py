@@ -28,6 +28,7 @@ CHAIN review {
     GATE non_empty ON ABSTAIN fail_closed
     GATE judge MODEL "anthropic/claude-sonnet-5" THRESHOLD 0.8
       RUBRIC "Which claim has no cited passage that states it? Score 0 if any."
+      ON ABSTAIN fail_closed
   }
 }
 ```

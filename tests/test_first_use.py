@@ -1,0 +1,124 @@
+"""What a newcomer meets on a first run (issue 21): a --chain that names nothing, input that
+is not UTF-8, hints that fit where they are read, where a rubric path came from."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import admiss
+
+RUBRIC = 'PROPERTY p { ADMIT verified_external_source FORBID summary REJECT SHORTCUT "x" }\n'
+PASSING = {"evidence": [{"kind": "verified_external_source", "detail": "d", "source_label": "s"}]}
+
+
+def _write(folder, name: str, text: str):
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_chain_asked_of_a_rubric_without_chains_is_an_error(admiss_cli, tmp_path):
+    _write(tmp_path, "r.rubric", RUBRIC)
+    _write(tmp_path, "b.json", json.dumps(PASSING))
+    ran = admiss_cli("check", "--chain", "nope", "--rubric", "r.rubric", "b.json")
+    assert ran.code == 2, ran.out + ran.err
+    assert ran.err == "r.rubric: E003 no CHAIN named 'nope'\n  hint: the rubric has no CHAIN to run\n"
+    assert ran.out == ""
+    # The same from a bundle's own "rubric" field (no --rubric: nothing is prepared first).
+    _write(tmp_path, "c.json", json.dumps({**PASSING, "rubric": "r.rubric"}))
+    ran = admiss_cli("check", "--chain", "nope", "c.json")
+    assert ran.code == 2 and "E003 no CHAIN named 'nope'" in ran.err, ran.out + ran.err
+
+
+def test_chain_asked_of_a_rubric_without_chains_in_python():
+    rubric = admiss.compile_source(RUBRIC, "t.rubric")
+    with pytest.raises(admiss.AdmissError) as caught:
+        rubric.check(PASSING, chain="nope")
+    assert caught.value.diagnostics[0].code == "E003"
+    with pytest.raises(admiss.AdmissError):
+        rubric.prepare(chain="nope")
+    assert rubric.check(PASSING).verdict == "pass"
+
+
+def test_a_missing_rubric_named_by_the_bundle_says_where_the_name_came_from(admiss_cli, tmp_path):
+    (tmp_path / "bundles").mkdir()
+    _write(tmp_path, "bundles/b.json", json.dumps({**PASSING, "rubric": "refund.rubric"}))
+    ran = admiss_cli("check", "bundles/b.json")
+    assert ran.code == 2, ran.out + ran.err
+    assert ran.err == (
+        "bundles/b.json: E001 rubric: no such file 'bundles/refund.rubric' (the name comes from the bundle's "
+        "\"rubric\" field, relative to the bundle's folder)\n"
+        "  hint: fix the bundle's \"rubric\" field, or pass --rubric FILE\n")
+    # A rubric the user names is reported as before: the user knows where that name came from.
+    ran = admiss_cli("check", "--rubric", "refund.rubric", "bundles/b.json")
+    assert ran.code == 2 and ran.err.startswith("refund.rubric: E001 no such file"), ran.err
+
+
+def _latin1(folder, name: str, text: str):
+    path = folder / name
+    path.write_bytes(text.encode("latin-1"))
+    return path
+
+
+NOT_UTF8_HINT = "  hint: admiss reads UTF-8 text: save the file as UTF-8\n"
+
+
+@pytest.mark.parametrize("command", [("check", "--rubric", "bad.rubric", "b.json"), ("lint", "bad.rubric"),
+                                     ("compile", "bad.rubric"), ("fmt", "--check", "bad.rubric")],
+                         ids=lambda c: c[0])
+def test_a_rubric_that_is_not_utf8_is_located(admiss_cli, tmp_path, command):
+    _latin1(tmp_path, "bad.rubric", RUBRIC + "# café\n")
+    _write(tmp_path, "b.json", json.dumps(PASSING))
+    ran = admiss_cli(*command)
+    assert ran.code == 2, ran.out + ran.err
+    assert ran.err.startswith("bad.rubric:2:6: E001 cannot read: not UTF-8 text (byte 0xe9)\n  # caf\ufffd\n       ^\n"
+                              + NOT_UTF8_HINT), ran.err
+
+
+def test_a_bundle_that_is_not_utf8_is_located(admiss_cli, tmp_path):
+    _write(tmp_path, "r.rubric", RUBRIC)
+    _latin1(tmp_path, "b.json", '{\n  "evidence": [],\n  "note": "café"\n}\n')
+    ran = admiss_cli("check", "--rubric", "r.rubric", "b.json")
+    assert ran.code == 2 and ran.out == ""
+    assert ran.err == ("b.json:3:15: E001 cannot read: not UTF-8 text (byte 0xe9)\n"
+                       '    "note": "caf\ufffd"\n                ^\n' + NOT_UTF8_HINT)
+
+
+def test_a_jsonl_line_that_is_not_utf8_names_the_files_other_bundles(admiss_cli, tmp_path):
+    _write(tmp_path, "r.rubric", RUBRIC)
+    (tmp_path / "b.jsonl").write_bytes(json.dumps(PASSING).encode() + b"\n" + b'{"evidence": [], "x": "caf\xe9"}\n')
+    ran = admiss_cli("check", "--rubric", "r.rubric", "b.jsonl")
+    assert ran.code == 2
+    assert "b.jsonl:2:27: B001 invalid JSON: not UTF-8 text (byte 0xe9)" in ran.err
+    assert "hint: bundles are UTF-8 JSON; the file's other bundles are still checked" in ran.err
+    assert "==> b.jsonl:1 <==" in ran.out
+
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
+
+
+def test_shipped_rubrics_name_no_document_a_newcomer_lacks():
+    for path in sorted((ROOT / "rubrics").glob("*.rubric")):
+        comments = [line for line in path.read_text(encoding="utf-8").splitlines() if line.lstrip().startswith("#")]
+        for line in comments:
+            for phrase in ("DESIGN.md", "seed", "Admissibility Gate document"):
+                assert phrase not in line, f"{path.name}: {line}"
+
+
+@pytest.mark.parametrize("command", ["check", "fmt", "savings", "serve"])
+def test_help_links_the_docs_instead_of_a_local_docs_folder(admiss_cli, command):
+    # A pip-installed admiss has no docs/ folder to open.
+    text = admiss_cli(command, "--help").out
+    assert "(docs/" not in text and "https://github.com/admiss/admiss/blob/main/docs/" in text, text
+
+
+def test_the_savings_page_links_its_documentation():
+    from admiss.report.html import savings_page
+    from admiss.savings import savings
+
+    page = savings_page(savings([]))
+    # Named as a page of the documentation, not as a docs/ folder the user does not have.
+    assert "the page savings.md of the admiss documentation" in page
+    assert "docs/savings.md in admiss" not in page

@@ -1,0 +1,90 @@
+"""The rich view (issue 21): the chain table gives the model its own column and each gate
+its measured time; narrow terminals wrap rather than cut, and fall back to plain text."""
+
+from __future__ import annotations
+
+import io
+
+from rich.table import Table
+
+import admiss
+from admiss.report.rich import chain_table, print_report, report_console
+
+SOURCE = """PROPERTY sourced "Claims rest on a filing" {
+  ADMIT verified_external_source
+  FORBID final_answer, reasoning_trace, summary, interpretation, flawed_tool_call
+  REJECT SHORTCUT "news article"
+}
+CHAIN serve {
+  RUNG draft MODEL "openai/gpt-5-mini" {
+    GATE non_empty ON ABSTAIN fail_closed
+    GATE json_valid ON ABSTAIN fail_closed
+    GATE admissibility sourced
+  }
+}
+"""
+BUNDLE = {"evidence": [{"kind": "verified_external_source", "detail": "10-K names it.", "source_label": "10-K"}],
+          "candidates": [{"rung": "draft", "model": "openai/gpt-5-mini", "output": "not json"}]}
+
+
+def _report():
+    return admiss.compile_source(SOURCE, "t.rubric").check(BUNDLE)
+
+
+def _cells(table: Table) -> dict[str, list[str]]:
+    return {column.header: [str(cell) for cell in column.cells] for column in table.columns}
+
+
+def test_the_model_has_its_own_column_and_the_gate_column_holds_gates():
+    cells = _cells(chain_table(_report().chain))
+    assert cells["model"][0] == "openai/gpt-5-mini"
+    assert cells["gate"] == ["", "non_empty", "json_valid", "admissibility"]
+    assert "openai/gpt-5-mini" not in cells["gate"]
+
+
+def test_gate_times_are_the_measured_ones():
+    report = _report()
+    non_empty, json_valid, admissibility = report.chain.rungs[0].gates
+    cells = _cells(chain_table(report.chain))
+    # Sub-millisecond gates keep their measured digits (whole milliseconds showed 0 for all).
+    assert cells["ms"][1:3] == [f"{non_empty.duration_ms:.3f}", f"{json_valid.duration_ms:.3f}"]
+    assert json_valid.duration_ms > 0 and cells["ms"][2] != "0"
+    assert admissibility.verdict == "skipped" and cells["ms"][3] == "—"
+
+
+LONG_TITLE = SOURCE.replace('"Claims rest on a filing"', '"Named operator evidence comes from a 10-K or 10-Q filing"')
+
+
+def _drawn(report, width: int) -> str:
+    out = io.StringIO()
+    print_report(report, report_console(file=out, width=width, color_system=None))
+    return out.getvalue()
+
+
+def test_a_long_property_title_wraps_instead_of_being_cut_at_60_columns():
+    report = admiss.compile_source(LONG_TITLE, "t.rubric").check(BUNDLE)
+    drawn = _drawn(report, 60)
+    assert "…" not in drawn
+    assert "Named operator evidence comes from a 10-K or 10-Q filing" in drawn
+    assert all(len(line) <= 60 for line in drawn.splitlines())
+
+
+def test_below_the_width_the_report_is_the_text_report():
+    report = _report()
+    assert _drawn(report, 40) == report.to_text() + "\n"
+    assert _drawn(report, 80) != report.to_text() + "\n"
+
+
+def test_savings_tables_stay_readable_at_40_columns():
+    from admiss.report.rich import print_savings
+    from admiss.savings import request_from_report, savings
+
+    served = dict(BUNDLE, candidates=[dict(BUNDLE["candidates"][0], output="{}", cost_usd=0.0012)])
+    report = admiss.compile_source(SOURCE, "t.rubric").check(served).to_dict()
+    out = io.StringIO()
+    print_savings(savings([request_from_report(report)]), report_console(file=out, width=40, color_system=None))
+    text = out.getvalue()
+    assert all(len(line) <= 40 for line in text.splitlines())
+    # Every figure whole on its line, never folded across cells.
+    for figure in ("model: $0.001200", "gate: json_valid", "gate $: $0.000000"):
+        assert figure in text.splitlines(), text

@@ -30,6 +30,7 @@ from admiss.bundle import type_word
 from admiss.config import Config
 from admiss.errors import AdmissError, Diagnostic, InputError
 from admiss.files import reading
+from admiss.redact import clipped
 from admiss.source import NO_SPAN, Source, Span
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -117,6 +118,11 @@ class _Absurd(_Bad):
 # ---------------------------------------------------------------- typed fields
 
 
+def _quoted(value: Any) -> str:
+    """``value`` as JSON, short enough to quote in a message (redacted before it is cut)."""
+    return clipped(json.dumps(value), 40)
+
+
 def _field(record: dict, key: str, path: str) -> Any:
     if key not in record:
         raise _Bad(f"{path}.{key}".lstrip("."), "missing")
@@ -146,7 +152,7 @@ def _string(value: Any, path: str, nullable: bool = False) -> str | None:
 def _cost(value: Any, path: str, nullable: bool = False) -> float | None:
     if value is None and nullable:
         return None
-    problem = f"must be a number from 0 to {MAX_COST_USD:.0e}, not {json.dumps(value)[:40]}"
+    problem = f"must be a number from 0 to {MAX_COST_USD:.0e}, not {_quoted(value)}"
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise _Bad(path, problem)
     # The comparison is exact for any int or float (NaN fails it), so no conversion overflows.
@@ -158,7 +164,7 @@ def _cost(value: Any, path: str, nullable: bool = False) -> float | None:
 def _tokens(value: Any, path: str) -> int | None:
     if value is None:
         return None
-    problem = f"must be a whole number from 0 to {MAX_TOKENS:.0e} or null, not {json.dumps(value)[:40]}"
+    problem = f"must be a whole number from 0 to {MAX_TOKENS:.0e} or null, not {_quoted(value)}"
     if isinstance(value, bool) or not isinstance(value, int):
         raise _Bad(path, problem)
     if not 0 <= value <= MAX_TOKENS:
@@ -188,7 +194,7 @@ def _rungs(chain: dict, path: str) -> tuple[RungRun, ...]:
 
 def _one_of(value: Any, path: str, words: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value not in words:
-        raise _Bad(path, f"must be one of {', '.join(words)}, not {json.dumps(value)[:40]}")
+        raise _Bad(path, f"must be one of {', '.join(words)}, not {_quoted(value)}")
     return value
 
 

@@ -16,6 +16,7 @@ import attrs
 
 from admiss.bundle import TYPE_WORDS, type_word
 from admiss.errors import Diagnostic, TraceError
+from admiss.redact import clipped
 from admiss.source import Source, Span
 from admiss.traces.steps import (
     ASSISTANT_TEXT, BAD_ARGS, ERROR, FINAL_ANSWER, NO_RESULT, OK, TOOL_CALL, Skipped, Step, StepRef, Trace, loads_json,
@@ -130,8 +131,8 @@ def error_in(result: Any) -> str | None:
 
 
 def short(text: str) -> str:
-    """``text``, cut to a length fit to quote in a report."""
-    return text if len(text) <= _ERROR_CHARS else text[: _ERROR_CHARS - 1] + "…"
+    """``text``, cut to a length fit to quote in a report (URL user-info masked first)."""
+    return clipped(text, _ERROR_CHARS - 1, more="…")
 
 
 class Steps:

@@ -418,7 +418,8 @@ def savings(
     """Spend on models and gates, what the top rung alone would have cost, and the net saving.
 
     Broken down by chain, rung and gate (https://github.com/admiss/admiss/blob/main/docs/savings.md). Exit 0, or 2 when an input or the
-    config is bad (then nothing is printed or written).
+    config is bad (then nothing is printed or written). A record with an absurd cost or token
+    count is skipped with a warning (W175), and the figures are of the rest.
     """
     import json
 
@@ -445,6 +446,10 @@ def savings(
         _print_error(problem)
     if problems:
         raise typer.Exit(EXIT_BAD_INPUT)
+    for note in data["skipped_notes"]:  # the figures stand without these records: warn, do not refuse
+        sys.stderr.write(note + "\n")
+    if data["skipped"] > len(data["skipped_notes"]):
+        sys.stderr.write(f"W175 {data['skipped'] - len(data['skipped_notes'])} more records skipped\n")
     if html is not None:
         from admiss.report.html import savings_page
 

@@ -34,9 +34,9 @@ class Diagnostic:
         # A message or hint may quote what a bundle or rubric wrote: one line each, shown safe.
         lines = [f"{one_line(self.location())}: {self.code} {one_line(redact(self.message))}"]
         if source is not None and self.span.line > 0:
-            snippet = source.snippet(self.span)
+            snippet = source.snippet(self.span)  # masked by Source.snippet, before it cuts the line
             if snippet:
-                lines.append(redact(snippet, same_length=True))
+                lines.append(snippet)
         if self.hint:
             lines.append(f"  hint: {one_line(redact(self.hint))}")
         return "\n".join(lines)

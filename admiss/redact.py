@@ -53,10 +53,19 @@ def _has_user_info(text: str) -> bool:
     return "://" in text and _USERINFO.search(text) is not None
 
 
-def clipped(text: str, limit: int, secrets: Iterable[str] = ()) -> str:
-    """``text`` redacted, then cut to ``limit`` characters (with ``...`` when cut)."""
+def clipped(text: str, limit: int, secrets: Iterable[str] = (), more: str = "...") -> str:
+    """``text`` redacted, then cut to ``limit`` characters (with ``more`` when cut).
+
+    Every cut of a text admiss did not write goes through here (or :func:`clipped_tail`):
+    cut first, a secret straddling the cut would keep the part before it."""
     text = redact(text, secrets)
-    return text if len(text) <= limit else text[:limit] + "..."
+    return text if len(text) <= limit else text[:limit] + more
+
+
+def clipped_tail(text: str, limit: int, secrets: Iterable[str] = ()) -> str:
+    """``text`` redacted, then its last ``limit`` characters (after ``...`` when cut)."""
+    text = redact(text, secrets)
+    return text if len(text) <= limit else "..." + text[len(text) - limit:]
 
 
 def holds_secret(text: str, secrets: Iterable[str]) -> bool:

@@ -10,7 +10,9 @@ file they came from:
   outputs), one per line or one per file.
 
 Every figure is defined in docs/savings.md. Inputs are untrusted: each problem is an
-InputError at ``file:line`` (or the store row) with a code E170-E174, never a traceback.
+InputError at ``file:line`` (or the store row) with a code E170-E174, never a traceback,
+except a record whose numbers are of the right kind but past belief (a receipt an older
+gateway priced at $2e12): that record alone is skipped, with the warning W175 naming it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from admiss.bundle import type_word
 from admiss.config import Config
 from admiss.errors import AdmissError, Diagnostic, InputError
 from admiss.files import reading
+from admiss.redact import clipped
 from admiss.source import NO_SPAN, Source, Span
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -44,6 +47,9 @@ MAX_TOKENS = 10**12
 USAGE_OUT_OF_BOUNDS = "usage_out_of_bounds"
 # An input with more broken records than this stops being read (the rest would only repeat).
 MAX_ERRORS_PER_FILE = 20
+# The warning code of a record skipped for an absurd number, and how many are named in the figures.
+SKIPPED = "W175"
+MAX_SKIPPED_NOTES = 20
 
 
 # ---------------------------------------------------------------- the neutral request
@@ -100,7 +106,21 @@ class _Bad(Exception):
         self.path, self.problem, self.code = path, problem, code
 
 
+class _Absurd(_Bad):
+    """A cost or token count that is a number, but out of its bounds (negative, infinite, NaN
+    or too large). The record is well formed, so it is skipped rather than the input refused:
+    one absurd receipt must not hide every other one."""
+
+    def __init__(self, path: str, problem: str):
+        super().__init__(path, problem, SKIPPED)
+
+
 # ---------------------------------------------------------------- typed fields
+
+
+def _quoted(value: Any) -> str:
+    """``value`` as JSON, short enough to quote in a message (redacted before it is cut)."""
+    return clipped(json.dumps(value), 40)
 
 
 def _field(record: dict, key: str, path: str) -> Any:
@@ -132,17 +152,23 @@ def _string(value: Any, path: str, nullable: bool = False) -> str | None:
 def _cost(value: Any, path: str, nullable: bool = False) -> float | None:
     if value is None and nullable:
         return None
-    # The comparisons are exact for any int or float (NaN fails them), so no conversion overflows.
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_COST_USD:
-        raise _Bad(path, f"must be a number from 0 to {MAX_COST_USD:.0e}, not {json.dumps(value)[:40]}")
+    problem = f"must be a number from 0 to {MAX_COST_USD:.0e}, not {_quoted(value)}"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _Bad(path, problem)
+    # The comparison is exact for any int or float (NaN fails it), so no conversion overflows.
+    if not 0 <= value <= MAX_COST_USD:
+        raise _Absurd(path, problem)
     return float(value)
 
 
 def _tokens(value: Any, path: str) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKENS:
-        raise _Bad(path, f"must be a whole number from 0 to {MAX_TOKENS:.0e} or null, not {json.dumps(value)[:40]}")
+    problem = f"must be a whole number from 0 to {MAX_TOKENS:.0e} or null, not {_quoted(value)}"
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _Bad(path, problem)
+    if not 0 <= value <= MAX_TOKENS:
+        raise _Absurd(path, problem)
     return value
 
 
@@ -168,7 +194,7 @@ def _rungs(chain: dict, path: str) -> tuple[RungRun, ...]:
 
 def _one_of(value: Any, path: str, words: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value not in words:
-        raise _Bad(path, f"must be one of {', '.join(words)}, not {json.dumps(value)[:40]}")
+        raise _Bad(path, f"must be one of {', '.join(words)}, not {_quoted(value)}")
     return value
 
 
@@ -381,14 +407,18 @@ def records_of(path: Path) -> Iterator[Record | AdmissError | Diagnostic]:
 
 def _record_error(record: Record, bad: _Bad) -> Diagnostic:
     path = bad.path if not record.prefix else record.prefix if bad.path == "$" else f"{record.prefix}.{bad.path}"
-    message = f"{path}: {bad.problem}" if not record.where else f"{record.where}: {path}: {bad.problem}"
+    message = f"{path}: {bad.problem}"
+    if isinstance(bad, _Absurd):
+        message = f"skipped: {message}"
+    if record.where:
+        message = f"{record.where}: {message}"
     span = Span.point(record.line, 1) if record.line else NO_SPAN
-    return Diagnostic(bad.code, message, span, file=record.file)
+    return Diagnostic(bad.code, message, span, "warning" if isinstance(bad, _Absurd) else "error", file=record.file)
 
 
-def requests_of(paths: Iterable[Path], config: Config) -> Iterator[Request | AdmissError]:
+def requests_of(paths: Iterable[Path], config: Config) -> Iterator[Request | Diagnostic | AdmissError]:
     """Every request in ``paths``, read as a stream, and each problem in its place (up to a
-    limit per file)."""
+    limit per file): a warning Diagnostic for a record skipped, an AdmissError otherwise."""
     for path in paths:
         found = 0
         try:
@@ -396,6 +426,9 @@ def requests_of(paths: Iterable[Path], config: Config) -> Iterator[Request | Adm
                 if isinstance(item, Record):
                     try:
                         yield request_of(item.value, config)
+                        continue
+                    except _Absurd as absurd:
+                        yield _record_error(item, absurd)
                         continue
                     except _Bad as bad:
                         item = _record_error(item, bad)
@@ -529,14 +562,23 @@ class ChainFigures:
                 "rungs": [r.to_dict(self.figures.requests) for r in rungs.values()]}
 
 
-def savings(requests: Iterable[Request]) -> dict[str, Any]:
-    """The savings figures of ``requests`` as JSON-ready data (docs/savings.md, field by field)."""
+def savings(requests: Iterable[Request | Diagnostic]) -> dict[str, Any]:
+    """The savings figures of ``requests`` as JSON-ready data (docs/savings.md, field by field);
+    a Diagnostic among them is a record skipped, counted and (the first few) named."""
     total = Figures()
     chains: dict[str, ChainFigures] = {}
+    skipped: list[str] = []
+    count = 0
     for request in requests:
+        if isinstance(request, Diagnostic):
+            count += 1
+            if len(skipped) < MAX_SKIPPED_NOTES:
+                skipped.append(request.render())
+            continue
         total.add(request)
         chains.setdefault(request.chain, ChainFigures(request.chain, request.top_rung)).add(request)
-    return {**total.to_dict(), "chains": [chains[name].to_dict() for name in sorted(chains)]}
+    return {**total.to_dict(), "skipped": count, "skipped_notes": skipped,
+            "chains": [chains[name].to_dict() for name in sorted(chains)]}
 
 
 def _usd(value: float) -> float:

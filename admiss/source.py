@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import attrs
 
+from admiss.redact import redact
 from admiss.terminal import pictured
 
 
@@ -71,7 +72,9 @@ class Source:
         """The source line of ``span`` and a caret line under the spanned columns."""
         if span.line <= 0:
             return ""
-        text = self.line_text(span.line).expandtabs(1)
+        # Masked (one * per character, so the caret keeps its column) before the window cuts
+        # the line: a URL's user-info straddling the window's edge would keep a part.
+        text = redact(self.line_text(span.line).expandtabs(1), same_length=True)
         if span.end_line == span.line and span.end_column > span.column:
             width = span.end_column - span.column
         else:

@@ -24,6 +24,7 @@ from admiss.gates.base import CANDIDATE_FAULT, GateContext, provider_fault, show
 from admiss.gates.fencing import BadReply, fenced, fresh_nonce, reply_object
 from admiss.providers import ProviderError, cost_usd
 from admiss.untrusted import UntrustedInput
+from admiss.redact import clipped
 
 REPLY_KEYS = ("rationale", "entails")
 # Entailment calls of one gate run in flight together at most this many at a time.
@@ -194,7 +195,8 @@ class Asker:
         """The meaning details on the receipt: the clusters (when formed), their entropy, every call."""
         out: dict[str, Any] = {"model": self.model}
         if clusters is not None:
-            out["clusters"] = [{"size": len(c), "members": list(c), "representative": _shown(self.answers[c[0]])}
+            out["clusters"] = [{"size": len(c), "members": list(c), "representative": clipped(
+                self.answers[c[0]], REPRESENTATIVE_CHARS, self.ctx.secrets, more="…")}
                                for c in clusters]
             out["semantic_entropy"] = semantic_entropy(clusters)
         # In the order asked (answer by answer, cluster by cluster), whatever order they finished in.
@@ -203,6 +205,3 @@ class Asker:
         out["calls"] = [call.to_dict() for call in asked]
         return out
 
-
-def _shown(text: str) -> str:
-    return text if len(text) <= REPRESENTATIVE_CHARS else text[:REPRESENTATIVE_CHARS] + "…"

@@ -46,6 +46,7 @@ from admiss.gates.base import (ABSTAIN, FAIL, GATE_FAULT, PASS, Candidate, GateC
                                 shown_value, unsendable)
 from admiss.gates import reaper
 from admiss.jsonio import UnreadableJSON, loads_untrusted
+from admiss.redact import clipped, clipped_tail
 
 DEFAULT_TIMEOUT_S = 30.0
 MAX_STDOUT_BYTES = 1024 * 1024
@@ -79,6 +80,7 @@ def build(gate: ir.Gate, ctx: GateContext) -> GateCheck:
         env=program_environment(ctx.config),
         timeout_s=gate.timeout_s if gate.timeout_s is not None else DEFAULT_TIMEOUT_S,
         usd_per_second=ctx.config.gates.subprocess_usd_per_second,
+        masked=ctx.secrets,
     )
     return GateCheck(kind=gate.kind, cheap=False, arun=runner.run)
 
@@ -106,6 +108,8 @@ class _Runner:
     reaped: bool = sys.platform.startswith("linux")
     # Marks the reaper's own "cannot start" line on stderr, so no program can pass for it.
     token: str = attrs.field(factory=lambda: secrets.token_hex(8))
+    # Masked in what the reason quotes of the program's output, before it is cut (admiss.redact).
+    masked: tuple[str, ...] = ()
 
     async def run(self, candidate: Candidate) -> GateResult:
         loop = asyncio.get_running_loop()
@@ -126,7 +130,8 @@ class _Runner:
             try:
                 _feed(transport, payload)
                 stdout = await asyncio.wait_for(program.reply(), self.timeout_s)
-                return _verdict_from(transport.get_returncode(), stdout, _tail(stderr), self.token)
+                return _verdict_from(transport.get_returncode(), stdout, _tail(stderr, self.masked), self.token,
+                                     self.masked)
             except asyncio.TimeoutError:
                 return GateResult(ABSTAIN, reason=f"timed out after {self.timeout_s:g}s; process group killed",
                                   fault=GATE_FAULT)
@@ -233,25 +238,29 @@ async def _end(transport: asyncio.SubprocessTransport, program: _Program, reaped
     await program.exited
 
 
-def _tail(stderr: IO[bytes]) -> str:
+def _tail(stderr: IO[bytes], masked: tuple[str, ...]) -> str:
+    # Read more than is shown, so that a secret straddling where the tail starts is whole
+    # when it is masked (and a URL's user-info, up to this margin, with its scheme).
+    margin = STDERR_TAIL_BYTES + max(map(len, masked), default=0)
     stderr.seek(0, os.SEEK_END)
-    stderr.seek(max(0, stderr.tell() - STDERR_TAIL_BYTES))
-    return stderr.read().decode("utf-8", errors="replace").strip()
+    stderr.seek(max(0, stderr.tell() - STDERR_TAIL_BYTES - margin))
+    return clipped_tail(stderr.read().decode("utf-8", errors="replace").strip(), STDERR_TAIL_BYTES, masked)
 
 
-def _verdict_from(returncode: int | None, stdout: bytes, stderr_tail: str, token: str) -> GateResult:
+def _verdict_from(returncode: int | None, stdout: bytes, stderr_tail: str, token: str,
+                  masked: tuple[str, ...]) -> GateResult:
     if returncode == reaper.CANNOT_START and stderr_tail.startswith(f"{token} "):
         raise _Abstain(stderr_tail.removeprefix(f"{token} "))
     if returncode:
         how = f"killed by signal {-returncode}" if returncode < 0 else f"exited with status {returncode}"
         said = f": {stderr_tail}" if stderr_tail else ""
         raise _Abstain(f"program {how}{said}")
-    reply = _parse_reply(stdout)
+    reply = _parse_reply(stdout, masked)
     score = reply.get("score")
     return GateResult(reply["verdict"], score=None if score is None else float(score), reason=reply.get("reason", ""))
 
 
-def _parse_reply(stdout: bytes) -> dict[str, Any]:
+def _parse_reply(stdout: bytes, masked: tuple[str, ...]) -> dict[str, Any]:
     try:
         # Lenient numbers: a long integer in a key the contract ignores (a program may echo
         # what the candidate wrote) must not unsettle the verdict; a score read as infinite
@@ -262,11 +271,11 @@ def _parse_reply(stdout: bytes) -> dict[str, Any]:
     except UnreadableJSON as exc:
         if exc.well_formed:
             raise _Abstain(f"stdout is JSON admiss refuses: {exc}") from None
-        raise _Abstain(f"stdout is not JSON ({exc}): {_preview(stdout)}") from None
+        raise _Abstain(f"stdout is not JSON ({exc}): {_preview(stdout, masked)}") from None
     if not isinstance(reply, dict):
-        raise _Abstain(f"stdout is not a JSON object: {_preview(stdout)}")
+        raise _Abstain(f"stdout is not a JSON object: {_preview(stdout, masked)}")
     if reply.get("verdict") not in (PASS, FAIL, ABSTAIN):
-        raise _Abstain(f'stdout has no "verdict" of "pass", "fail" or "abstain": {_preview(stdout)}')
+        raise _Abstain(f'stdout has no "verdict" of "pass", "fail" or "abstain": {_preview(stdout, masked)}')
     if "score" in reply and not _is_score(reply["score"]):
         raise _Abstain(f"score {shown_value(reply['score'])} is not a number in [0, 1]")
     if "reason" in reply and not isinstance(reply["reason"], str):
@@ -280,6 +289,6 @@ def _is_score(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1
 
 
-def _preview(stdout: bytes) -> str:
+def _preview(stdout: bytes, masked: tuple[str, ...]) -> str:
     text = stdout.decode("utf-8", errors="replace").strip()
-    return repr(text[:120] + ("..." if len(text) > 120 else "")) if text else "(empty)"
+    return repr(clipped(text, 120, masked)) if text else "(empty)"

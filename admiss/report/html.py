@@ -128,6 +128,7 @@ def _summary_table(data: dict) -> str:
     body = "".join(f'<tr><th scope="row">{escape(name)}</th><td class="figure">{escape(value)}</td>'
                    f'<td class="note">{escape(note)}</td></tr>' for name, value, note in rows)
     notes = "".join(f"<li>{count} unpriced: {escape(note)}</li>" for note, count in data["unpriced_notes"].items())
+    notes += "".join(f"<li>skipped, not in these figures: {escape(note)}</li>" for note in data["skipped_notes"])
     return f'<table id="summary">{body}</table>' + (f"<ul>{notes}</ul>" if notes else "")
 
 

@@ -304,3 +304,6 @@ def print_savings(data: dict, console: Console | None = None) -> None:
         console.print(drawn if _natural_width(console, drawn) <= console.width else _records(drawn))
     for note, count in data["unpriced_notes"].items():
         console.print(Text(f"unpriced ({count}): {one_line(note)}", style="yellow"))
+    if data["skipped"]:
+        console.print(Text(f"skipped ({data['skipped']}): records with an absurd cost or token count, "
+                           "not in these figures (named on stderr)", style="yellow"))

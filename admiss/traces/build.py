@@ -17,6 +17,7 @@ import attrs
 
 from admiss.bundle import TYPE_WORDS, repeated_key, type_word
 from admiss.errors import Diagnostic, TraceError
+from admiss.redact import clipped
 from admiss.source import Source, Span
 from admiss.traces.steps import (
     ASSISTANT_TEXT, BAD_ARGS, ERROR, FINAL_ANSWER, NO_RESULT, OK, REASONING, TOOL_CALL, Skipped, Step, StepRef, Trace, loads_json,
@@ -197,8 +198,8 @@ def int_text(text: str, max_digits: int = 20) -> int | None:
 
 
 def short(text: str) -> str:
-    """``text``, cut to a length fit to quote in a report."""
-    return text if len(text) <= _ERROR_CHARS else text[: _ERROR_CHARS - 1] + "…"
+    """``text``, cut to a length fit to quote in a report (URL user-info masked first)."""
+    return clipped(text, _ERROR_CHARS - 1, more="…")
 
 
 class Steps:

@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from admiss import ir
 from admiss.jsonio import dumps_line
+from admiss.redact import clipped
 from admiss.traces.steps import (
     ASSISTANT_TEXT, FINAL_ANSWER, OK, REASONING, SYSTEM, TOOL_CALL, USER, Step, Trace,
 )
@@ -157,7 +158,7 @@ def _rule_test(rule: ir.MapRule) -> Test:
 
 
 def _shorten(text: str) -> str:
-    return text if len(text) <= DETAIL_CHARS else text[: DETAIL_CHARS - 1] + "…"
+    return clipped(text, DETAIL_CHARS - 1, more="…")
 
 
 def _arguments(step: Step) -> str:

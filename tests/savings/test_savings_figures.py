@@ -250,10 +250,8 @@ def _bad_body(body: dict) -> dict:
     ("verdict.jsonl", lambda p: p.write_text(json.dumps(receipts()[0]).replace('"verdict": "pass"', '"verdict": 7') + "\n"),
      r"verdict\.jsonl:1:1: E173 chain\.rungs\[0\]\.gates\[0\]\.verdict: must be one of pass, fail, abstain, skipped"),
     ("missing.json", None, r"missing\.json: E001 no such file"),
-    ("huge.jsonl", lambda p: p.write_text(json.dumps(receipts()[0]).replace('"cost_usd": 0.0004', '"cost_usd": 1e400', 1)),
-     r"huge\.jsonl:1:1: E173 chain\.rungs\[0\]\.cost_usd: must be a number from 0 to 1e\+09, not Infinity"),
-    ("tokens.jsonl", lambda p: p.write_text(json.dumps(receipts()[0]).replace('"prompt_tokens": 1000', '"prompt_tokens": ' + "9" * 400)),
-     r"tokens\.jsonl:1:1: E173 usage\[0\]\.prompt_tokens: must be a whole number from 0 to 1e\+12 or null"),
+    ("kind.jsonl", lambda p: p.write_text(json.dumps(receipts()[0]).replace('"prompt_tokens": 1000', '"prompt_tokens": "1000"')),
+     r"kind\.jsonl:1:1: E173 usage\[0\]\.prompt_tokens: must be a whole number from 0 to 1e\+12 or null"),
     ("digits.jsonl", lambda p: p.write_text('{"chain": ' + "9" * 5000 + "}\n"),
      r"digits\.jsonl:1:1: E170 invalid JSON: Exceeds the limit"),
     ("deep.json", lambda p: p.write_text("[" * 100000 + "]" * 100000), r"deep\.json: E170 invalid JSON: nested too deeply"),
@@ -270,6 +268,66 @@ def test_bad_inputs_give_located_errors_and_exit_2(admiss_cli, tmp_path, name, m
     _no_traceback(ran)
     assert re.search(expected, ran.err), ran.err
     assert ran.out == "" and not page.exists()
+
+
+def _absurd(body: dict, place: str, value: str) -> str:
+    """``body`` as JSON text with the number at ``place`` (its first occurrence) set to ``value``."""
+    text = json.dumps(body)
+    assert place in text
+    return text.replace(place, place.split(":")[0] + ": " + value, 1)
+
+
+# A receipt an older gateway priced absurdly, or whose upstream reported absurd usage, is a
+# well-formed record with one unbelievable number: savings skips it, names it, reports the rest.
+@pytest.mark.parametrize("place, value, path", [
+    ('"cost_usd": 0.0004', "2e12", r"chain\.rungs\[0\]\.cost_usd: must be a number from 0 to 1e\+09, not 2000000000000\.0"),
+    ('"cost_usd": 0.0004', "1e400", r"chain\.rungs\[0\]\.cost_usd: must be a number from 0 to 1e\+09, not Infinity"),
+    ('"cost_usd": 0.0004', "-0.5", r"chain\.rungs\[0\]\.cost_usd: must be a number from 0 to 1e\+09, not -0\.5"),
+    ('"gate_cost_usd": 0.0', "NaN", r"chain\.rungs\[0\]\.gates\[0\]\.gate_cost_usd: must be a number from 0 to 1e\+09, not NaN"),
+    ('"prompt_tokens": 1000', "9" * 400, r"usage\[0\]\.prompt_tokens: must be a whole number from 0 to 1e\+12 or null"),
+])
+def test_an_absurd_receipt_is_skipped_and_named_and_the_rest_is_reported(admiss_cli, tmp_path, priced, place, value, path):
+    absurd = json.loads(_absurd(receipts()[0], place, value))
+    absurd["id"] = "r9-old-gateway"
+    store = write_store(tmp_path / "receipts.db", [*receipts(), absurd])
+    page = tmp_path / "page.html"
+    ran = admiss_cli("savings", "--config", priced, "--format", "json", "--html", page, store)
+    assert ran.code == 0, ran.err
+    _no_traceback(ran)
+    assert re.fullmatch(rf"\S*receipts\.db: W175 receipt 'r9-old-gateway': skipped: {path}.*\n", ran.err), ran.err
+    data = json.loads(ran.out)
+    _assert_hand_figures(data)  # the four other receipts, exactly as without the absurd one
+    assert data["skipped"] == 1 and len(data["skipped_notes"]) == 1 and "r9-old-gateway" in data["skipped_notes"][0]
+    assert "r9-old-gateway" in page.read_text(encoding="utf-8")
+    text = admiss_cli("savings", "--config", priced, store)
+    assert text.code == 0 and "skipped (1)" in text.out and "W175 receipt 'r9-old-gateway'" in text.err
+
+
+def test_an_absurd_line_of_exported_receipts_is_named_by_its_line(admiss_cli, tmp_path, priced):
+    lines = [json.dumps(r) for r in receipts()]
+    lines.insert(1, _absurd(receipts()[0], '"cost_usd": 0.0004', "2e12"))
+    exported = tmp_path / "receipts.jsonl"
+    exported.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    ran = admiss_cli("savings", "--config", priced, "--format", "json", exported)
+    assert ran.code == 0 and f"{exported}:2:1: W175 skipped: chain.rungs[0].cost_usd" in ran.err, ran.err
+    _assert_hand_figures(json.loads(ran.out))
+
+
+def test_absurd_receipts_do_not_flood_the_output(admiss_cli, tmp_path, priced):
+    absurd = json.loads(_absurd(receipts()[0], '"cost_usd": 0.0004', "2e12"))
+    store = write_store(tmp_path / "receipts.db", [*receipts(), *({**absurd, "id": f"old{i}"} for i in range(50))])
+    ran = admiss_cli("savings", "--config", priced, "--format", "json", store)
+    data = json.loads(ran.out)
+    assert ran.code == 0 and data["skipped"] == 50 and len(data["skipped_notes"]) == 20
+    assert ran.err.count("W175 receipt") == 20 and "W175 30 more records skipped" in ran.err
+    _assert_hand_figures(data)
+
+
+def test_a_malformed_record_beside_an_absurd_one_still_refuses_the_input(admiss_cli, tmp_path, priced):
+    absurd = json.loads(_absurd(receipts()[0], '"cost_usd": 0.0004', "2e12"))
+    store = write_store(tmp_path / "receipts.db", [*receipts()[1:], {**absurd, "id": "old"}, _bad_body(receipts()[0])])
+    ran = admiss_cli("savings", "--config", priced, store)
+    assert ran.code == 2 and ran.out == "" and "E173 receipt 'r1'" in ran.err, ran.err
 
 
 def test_a_bad_line_shows_the_line_and_a_caret(admiss_cli, tmp_path):

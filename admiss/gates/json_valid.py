@@ -1,4 +1,8 @@
-"""``json_valid``: fails when the output does not parse as JSON."""
+"""``json_valid``: fails when the output does not parse as JSON.
+
+A candidate with tool calls passes when every call's arguments parse as JSON, and its
+text too when it has any.
+"""
 
 from __future__ import annotations
 
@@ -32,10 +36,21 @@ def _no_constants(name: str) -> Any:
 
 def check(candidate: Candidate) -> GateResult:
     try:
-        parse_output(candidate.output)
+        if not candidate.tool_calls or candidate.output:
+            parse_output(candidate.output)
+        for call in candidate.tool_calls:
+            call_arguments(call)
     except NotJSON as exc:
         return GateResult(FAIL, reason=str(exc))
     return GateResult(PASS)
+
+
+def call_arguments(call: dict) -> Any:
+    """A proposed tool call's arguments as a JSON value; NotJSON naming the call otherwise."""
+    try:
+        return parse_output(call["function"]["arguments"])
+    except NotJSON as exc:
+        raise NotJSON(f"tool call {call['id']} ({call['function']['name']}): arguments: {exc}") from None
 
 
 def build(gate: ir.Gate, ctx: GateContext) -> GateCheck:

@@ -164,10 +164,10 @@ def _check_tools(tools: Any, choice: Any, parallel: Any) -> None:
             names.add(name)
             if "parameters" in function and not isinstance(function["parameters"], dict):
                 raise RequestError(f"{at}.function.parameters must be a JSON Schema object", f"{at}.function.parameters")
-    if choice is not None and choice not in TOOL_CHOICES:
-        named = choice.get("function", {}).get("name") if isinstance(choice, dict) and isinstance(
+    if choice is not None and not (isinstance(choice, str) and choice in TOOL_CHOICES):
+        named = choice["function"].get("name") if isinstance(choice, dict) and isinstance(
             choice.get("function"), dict) and choice.get("type") == "function" else None
-        if named not in names:
+        if not isinstance(named, str) or named not in names:
             raise RequestError('tool_choice must be "none", "auto", "required" or '
                                '{"type": "function", "function": {"name": NAME}} naming one of the tools',
                                "tool_choice")

@@ -130,13 +130,14 @@ class Gateway:
     ``serve_settings`` are more lines of its ``[serve]`` table."""
 
     def __init__(self, folder: Path, upstream: ChatServer, extra_env: dict[str, str] | None = None,
-                 grace_s: float = 10, workers: int = 1, base_url: str | None = None, serve_settings: str = ""):
+                 grace_s: float = 10, workers: int = 1, base_url: str | None = None, serve_settings: str = "",
+                 rubric: str = RUBRIC):
         self.folder = folder
         self.upstream = upstream
         self.pids = folder / "pids"
         self.pids.mkdir(exist_ok=True)
         quoted = lambda value: json.dumps(str(value))  # noqa: E731
-        rubric = (RUBRIC.replace("__PYTHON__", quoted(sys.executable)).replace("__GATE__", quoted(GATE))
+        rubric = (rubric.replace("__PYTHON__", quoted(sys.executable)).replace("__GATE__", quoted(GATE))
                   .replace("__PIDS__", quoted(self.pids)))
         (folder / "gw.rubric").write_text(rubric)
         config = CONFIG.format(url=base_url or upstream.url, grace_s=grace_s, max_request_bytes=MAX_REQUEST_BYTES)

@@ -68,6 +68,18 @@ CHAIN arguments {
   }
 }
 
+CHAIN permitted {
+  RUNG cheap MODEL "fake/cheap" {
+    GATE tool_calls TOOL "lookup_order"
+    GATE schema TOOL "lookup_order" FILE "lookup.schema.json"
+  }
+  RUNG strong MODEL "fake/strong" {
+    GATE tool_calls TOOL "lookup_order", "issue_refund"
+    GATE schema TOOL "issue_refund" FILE "refund.schema.json"
+    GATE schema TOOL "lookup_order" FILE "lookup.schema.json"
+  }
+}
+
 CHAIN tested {
   RUNG cheap MODEL "fake/cheap" {
     GATE subprocess CMD [__PYTHON__, __TOOL_GATE__] TIMEOUT 5s ON ABSTAIN fail_closed
@@ -141,7 +153,17 @@ def upstream():
     server.stop()
 
 
+SCHEMAS = {
+    "lookup.schema.json": {"type": "object", "required": ["order"], "properties": {"order": {"type": "string"}},
+                           "additionalProperties": False},
+    "refund.schema.json": {"type": "object", "required": ["order", "amount"],
+                           "properties": {"order": {"type": "string"}, "amount": {"type": "number", "maximum": 100}}},
+}
+
+
 def _gateway(folder: Path, upstream: ChatServer, serve_settings: str = "") -> Gateway:
+    for name, schema in SCHEMAS.items():
+        (folder / name).write_text(json.dumps(schema))
     rubric = RUBRIC.replace("__TOOL_GATE__", json.dumps(str(TOOL_GATE)))
     return Gateway(folder, upstream, rubric=rubric, serve_settings=serve_settings)
 
@@ -308,6 +330,28 @@ def test_json_valid_checks_each_calls_arguments(gateway):
     receipt = gateway.store().get(response.model_extra["admiss"]["receipt_id"])
     json_gate = receipt["chain"]["rungs"][0]["gates"][1]
     assert json_gate["verdict"] == "fail" and "issue_refund" in json_gate["reason"]
+
+
+def test_each_tool_has_its_own_argument_schema(gateway):
+    _, user = task({"cheap": [{"tool_calls": [call("lookup_order", {"order": 7})]}],
+                    "strong": [{"tool_calls": [call("lookup_order", {"order": "A1"}),
+                                               call("issue_refund", {"order": "A1", "amount": 500})]}]})
+    receipt = exhausted(gateway, [user], "permitted")
+    cheap, strong = (r["gates"] for r in receipt["chain"]["rungs"])
+    assert cheap[1]["verdict"] == "fail" and "lookup_order" in cheap[1]["reason"] and "order" in cheap[1]["reason"]
+    assert strong[1]["verdict"] == "fail" and "issue_refund" in strong[1]["reason"] and "100" in strong[1]["reason"]
+
+    _, user = task({"cheap": [{"tool_calls": [call("lookup_order", {"order": "A1"})]}]})
+    assert complete(gateway, [user], "permitted").model_extra["admiss"]["served_rung"] == "cheap"
+
+
+def test_a_rung_may_call_only_the_tools_the_rubric_names(gateway):
+    refund = call("issue_refund", {"order": "A1", "amount": 20})
+    _, user = task({"cheap": [{"tool_calls": [refund]}], "strong": [{"tool_calls": [refund]}]})
+    response = complete(gateway, [user], "permitted")
+    assert response.model_extra["admiss"]["served_rung"] == "strong"
+    gate = gateway.store().get(response.model_extra["admiss"]["receipt_id"])["chain"]["rungs"][0]["gates"][0]
+    assert gate["verdict"] == "fail" and "issue_refund" in gate["reason"]
 
 
 def test_a_subprocess_gate_reads_the_proposed_calls_on_stdin(gateway):

@@ -2,9 +2,7 @@
 conversation is the evidence of its admissibility gates.
 
 The upstream is a real HTTP server on 127.0.0.1 (chat_server.py) that replies with text or
-with tool calls: each test's first user message carries, per upstream model, the list of its
-replies by turn (the number of assistant messages the request already holds), so one script
-drives a whole agent loop. The client is the official openai package; the tool results are
+with tool calls, by the script in each test's first user message (agentkit.agent_route). The client is the official openai package; the tool results are
 the test's own (it is the agent runtime here).
 """
 
@@ -23,7 +21,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent.parent / "gates"))
 
-from chat_server import SCRIPT_MARK, ChatServer, Recorded, Reply, completion  # noqa: E402
+from agentkit import agent_route, call  # noqa: E402
+from chat_server import ChatServer, Recorded  # noqa: E402
 from gatewaykit import KEY, Gateway  # noqa: E402
 
 TOOL_GATE = Path(__file__).parent / "scripts" / "tool_gate.py"
@@ -103,38 +102,6 @@ TOOLS = [
     {"type": "function", "function": {"name": "lookup_order", "parameters": {"type": "object"}}},
 ]
 CLAIM = "Your refund has been issued."
-
-
-def call(name: str, arguments: Any) -> dict:
-    """A scripted tool call; arguments given as a value are sent as JSON text."""
-    return {"name": name, "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments)}
-
-
-def agent_route(recorded: Recorded) -> Reply | None:
-    """The reply the request's first scripted user message gives its model at this turn."""
-    body = recorded.body if isinstance(recorded.body, dict) else {}
-    messages = body.get("messages") or []
-    for message in messages:
-        text = message.get("content") if message.get("role") == "user" else None
-        if isinstance(text, str) and SCRIPT_MARK in text:
-            script, _ = json.JSONDecoder().raw_decode(text, text.index(SCRIPT_MARK))
-            break
-    else:
-        return None
-    turns = script["script"].get(body.get("model"))
-    if turns is None:
-        return None
-    turn = sum(1 for m in messages if m.get("role") == "assistant")
-    spec = turns[min(turn, len(turns) - 1)]
-    if isinstance(spec, str):
-        return completion(spec)
-    calls = [{"id": f"call_{uuid.uuid4().hex[:12]}", "type": "function", "function": c} for c in spec["tool_calls"]]
-    reply = completion("")
-    message = reply.body["choices"][0]["message"]
-    message["content"] = spec.get("text")
-    message["tool_calls"] = calls
-    reply.body["choices"][0]["finish_reason"] = "tool_calls"
-    return reply
 
 
 def task(script: dict[str, list], text: str = "Please refund order A1.") -> tuple[str, dict]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -11,19 +12,22 @@ from admiss import ir, limits
 from admiss.errors import Diagnostic, did_you_mean
 from admiss.source import Span
 
+# A tool name as OpenAI's tools[].function.name allows it.
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 # Options each gate kind takes beyond the ones every gate takes, and which are required.
 _COMMON_OPTIONS = {"on_abstain", "budget_rate", "budget_window"}
 _GATE_OPTIONS: dict[str, tuple[set[str], set[str]]] = {
     "non_empty": (set(), set()),
     "json_valid": (set(), set()),
-    "schema": ({"file"}, {"file"}),
+    "schema": ({"file", "tools"}, {"file"}),
     "admissibility": ({"properties"}, set()),
     "subprocess": ({"cmd", "timeout_s"}, {"cmd"}),
     "judge": ({"model", "rubric", "threshold"}, {"model", "rubric"}),
     "consistency": ({"k", "threshold", "meaning_model"}, {"k"}),
+    "tool_calls": ({"tools"}, set()),
 }
 # The options that belong to particular gate kinds (ON ABSTAIN and BUDGET fit every kind).
-_KIND_OPTIONS = ("file", "cmd", "timeout_s", "model", "threshold", "rubric", "k", "properties", "meaning_model")
+_KIND_OPTIONS = ("file", "cmd", "timeout_s", "model", "threshold", "rubric", "k", "properties", "meaning_model", "tools")
 
 
 class _Analysis:
@@ -104,6 +108,17 @@ class _Analysis:
                        hint=did_you_mean(gate.on_abstain, ir.ABSTAIN_POLICIES) or "use fail_open or fail_closed")
         self.check_numbers(gate)
         self.check_references(gate)
+        self.check_tools(gate)
+
+    def check_tools(self, gate: ir.Gate) -> None:
+        tools = gate.tools or ()
+        if gate.kind == "schema" and len(tools) > 1:
+            self.error("E139", "a schema gate checks the arguments of one tool", gate.span_of("tools"),
+                       hint="write one schema gate per tool, each with its own FILE")
+        for name in tools:
+            if not _TOOL_NAME.fullmatch(name):
+                self.error("E141", f"{name!r} is not a tool name (1 to 64 letters, digits, _ or -)", gate.span_of("tools"),
+                           hint="name the tool exactly as the request's tools[].function.name does")
 
     def check_numbers(self, gate: ir.Gate) -> None:
         for code, problem, option in _number_problems(gate):

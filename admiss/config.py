@@ -45,6 +45,7 @@ max_request_bytes = 10485760      # a larger chat request body gets 413, unread
 header_timeout_s = 10             # a request's headers must arrive within this, or the connection closes
 body_timeout_s = 30               # a chat request's body must arrive within this, or 408
 max_connections = 512             # open connections per process; past it a new one is closed at once
+tool_evidence = "client"          # or "served": a conversation's tool call is evidence only if this gateway served it
 ```
 
 Unknown tables and keys are errors (a misspelt ``api_key_env`` must not silently send
@@ -173,6 +174,9 @@ class ServeSettings:
     header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S
     body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S
     max_connections: int = DEFAULT_MAX_CONNECTIONS
+    # Which tool calls of a request's conversation count as evidence: every one the client
+    # sends ("client"), or only those this gateway served ("served"; docs/serve.md).
+    tool_evidence: str = "client"
 
 
 @attrs.frozen
@@ -320,6 +324,7 @@ _PROVIDER_KEYS = tuple(f.name for f in attrs.fields(ProviderConfig) if f.name !=
 _PRICE_KEYS = ("input_usd_per_mtok", "output_usd_per_mtok")
 _GATE_KEYS = tuple(f.name for f in attrs.fields(GateDefaults))
 _RUNG_KEYS = tuple(f.name for f in attrs.fields(RungSettings))
+TOOL_EVIDENCE = ("client", "served")
 _SERVE_KEYS = tuple(f.name for f in attrs.fields(ServeSettings))
 _TABLES = ("providers", "prices", "gates", "rungs", "serve")
 _REQUIRED = object()
@@ -380,6 +385,7 @@ class _Reader:
             header_timeout_s=self._number(table, where, "header_timeout_s", DEFAULT_HEADER_TIMEOUT_S, positive=True),
             body_timeout_s=self._number(table, where, "body_timeout_s", DEFAULT_BODY_TIMEOUT_S, positive=True),
             max_connections=self._count(table, where, "max_connections", DEFAULT_MAX_CONNECTIONS, minimum=1),
+            tool_evidence=self._choice(table, where, "tool_evidence", TOOL_EVIDENCE, "client"),
         )
 
     def _provider(self, name: str, table: dict, folder: Path) -> ProviderConfig:

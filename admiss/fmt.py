@@ -180,6 +180,8 @@ def _option_text(option: Tree) -> str:
     if option.data == "cmd":
         strings = option.children[0].children if option.children else []
         return "CMD [" + ", ".join(str(s) for s in strings) + "]"
+    if option.data == "gate_tools":
+        return "TOOL " + ", ".join(str(s) for s in option.children[0].children)
     if option.data == "budget":
         rate, window = option.children
         return f"BUDGET {rate} WINDOW {window}"

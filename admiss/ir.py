@@ -30,7 +30,7 @@ BUILTIN_KINDS = (
 # Kinds the seed says never count as trusted evidence.
 UNTRUSTED_KINDS = BUILTIN_KINDS[2:]
 
-GATE_KINDS = ("non_empty", "json_valid", "schema", "admissibility", "subprocess", "judge", "consistency")
+GATE_KINDS = ("non_empty", "json_valid", "schema", "admissibility", "subprocess", "judge", "consistency", "tool_calls")
 ABSTAIN_POLICIES = ("fail_open", "fail_closed")
 VERDICTS = ("yes", "no")
 
@@ -57,6 +57,7 @@ OPTION_KEYWORDS = {
     "k": "K",
     "budget_rate": "BUDGET",
     "meaning_model": "MEANING MODEL",
+    "tools": "TOOL",
 }
 
 _span_field = attrs.field(default=NO_SPAN, eq=False, repr=False)
@@ -106,6 +107,8 @@ class Gate:
     budget_window: int | None = None
     # consistency only: the model that decides whether two answers mean the same.
     meaning_model: str | None = None
+    # schema: the tool whose calls' arguments it checks; tool_calls: the tools a rung may call.
+    tools: tuple[str, ...] | None = None
     span: Span = _span_field
     # Where each option was written (keyword through value), by option name, and where its
     # value was written, so a diagnostic about a value points at the value.
@@ -222,7 +225,7 @@ def _property_out(p: Property) -> dict:
 
 
 _GATE_OPTIONS = ("file", "cmd", "timeout_s", "model", "threshold", "rubric", "k", "budget_rate", "budget_window",
-                 "meaning_model")
+                 "meaning_model", "tools")
 
 
 def _gate_out(g: Gate) -> dict:
@@ -342,8 +345,9 @@ def _property_in(d: dict) -> Property:
 
 def _gate_in(d: dict) -> Gate:
     options = {name: d[name] for name in _GATE_OPTIONS if d.get(name) is not None}
-    if "cmd" in options:
-        options["cmd"] = tuple(options["cmd"])
+    for name in ("cmd", "tools"):
+        if name in options:
+            options[name] = tuple(options[name])
     return Gate(
         kind=d["kind"],
         on_abstain=d.get("on_abstain", "fail_open"),

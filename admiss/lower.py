@@ -207,6 +207,8 @@ class _Lowering:
             return [("on_abstain", str(args[0]))]
         if rule == "cmd":
             return [("cmd", tuple(r.value for r in self.strings(args[0])) if args else ())]
+        if rule == "gate_tools":
+            return [("tools", tuple(r.value for r in self.strings(args[0])))]
         if rule == "timeout":
             return [("timeout_s", self.seconds(args[0]))]
         if rule == "k":

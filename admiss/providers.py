@@ -36,6 +36,7 @@ same for every sender.
 from __future__ import annotations
 
 import asyncio
+import json
 import contextvars
 import email.utils
 import math
@@ -359,10 +360,27 @@ async def _within(seconds: float, work: Awaitable[_T]) -> _T:
 
 @attrs.frozen
 class Completion:
-    text: str
+    # None when the model answered with tool calls only.
+    text: str | None
     # None when the server did not report token usage (the call cannot be priced).
     usage: Usage | None
     finish_reason: str | None = None
+    # The tool calls the model proposed, each {"id", "type": "function", "function": {"name",
+    # "arguments"}} with strings checked (the upstream is untrusted).
+    tool_calls: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def answer(self) -> str:
+        return answer_text(self.text, self.tool_calls)
+
+
+def answer_text(text: str | None, tool_calls: Sequence[Mapping[str, Any]]) -> str:
+    """A whole answer as one text, to compare samples by: the text, then each tool call's
+    name and arguments (ids differ from call to call and are left out)."""
+    if not tool_calls:
+        return text or ""
+    calls = [[c["function"]["name"], c["function"]["arguments"]] for c in tool_calls]
+    return (text or "") + "\n" + json.dumps(calls, ensure_ascii=False)
 
 
 @attrs.frozen
@@ -438,7 +456,9 @@ class ChatClient:
         """ProviderError when ``completion`` repeats the credentials this client sent:
         whatever a server says, admiss never hands them on (to a client, a judge's reason, a
         receipt). Refused as the server's fault, so a rung escalates and a gate abstains."""
-        if holds_secret(f"{completion.text}\n{completion.finish_reason or ''}", self.secrets()):
+        # The answer holds the text and the tool calls' names and arguments: all of it may be served.
+        ids = " ".join(call["id"] for call in completion.tool_calls)
+        if holds_secret(f"{completion.answer}\n{ids}\n{completion.finish_reason or ''}", self.secrets()):
             raise ProviderError(f"{self._where()}: the reply repeats the credentials it was sent "
                                 "(its key or URL user-info); refused")
 
@@ -667,17 +687,36 @@ class Providers:
 def _completion(response: Reply, provider: str, secrets: Sequence[str]) -> Completion:
     try:
         data = response.json()
-        text = data["choices"][0]["message"]["content"]
-    except (ValueError, KeyError, IndexError, TypeError, RecursionError):
+        message = data["choices"][0]["message"]
+        text = message.get("content")
+        tool_calls = _tool_calls(message.get("tool_calls"))
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError):
         shown = clipped(response.text, DETAIL_CHARS, secrets)
         raise ProviderError(f"provider {provider}: reply is not a chat completion: {shown!r}") from None
-    if not isinstance(text, str):
+    if tool_calls and (text is None or text == ""):
+        text = None  # a reply of tool calls only
+    elif not isinstance(text, str):
         # A well-formed completion without text is the model declining (a refusal, a content
         # filter): about what the request carried, not a fault of the provider.
         raise ProviderError(f"provider {provider}: reply has no text content (the model declined)",
                             content_refused=True)
     finish = data["choices"][0].get("finish_reason")
-    return Completion(text, _usage(data.get("usage")), finish if isinstance(finish, str) else None)
+    return Completion(text, _usage(data.get("usage")), finish if isinstance(finish, str) else None, tool_calls)
+
+
+def _tool_calls(calls: Any) -> tuple[dict[str, Any], ...]:
+    """The reply's tool calls in OpenAI's shape, rebuilt from the fields read (TypeError or
+    KeyError when one is not a string), so nothing else an upstream put in them goes on."""
+    if calls is None:
+        return ()
+    out = []
+    for call in calls:
+        function = call["function"]
+        values = (call["id"], function["name"], function["arguments"])
+        if not all(isinstance(v, str) for v in values):
+            raise TypeError("a tool call's id, name and arguments must be strings")
+        out.append({"id": values[0], "type": "function", "function": {"name": values[1], "arguments": values[2]}})
+    return tuple(out)
 
 
 def _usage(data: Any) -> Usage | None:

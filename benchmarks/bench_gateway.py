@@ -79,6 +79,53 @@ RUBRIC = """CHAIN bench {
 """
 MESSAGES = [{"role": "user", "content": "What is the answer? Reply in JSON."}]
 
+# An agent's request: tools, and a conversation of 40 messages (a user turn, then 19 tool
+# calls each with its result, the last one proving the refund), served by a chain whose
+# admissibility gate reads that conversation as its evidence.
+AGENT_RUBRIC = """
+PROPERTY refund_issued "The refund was issued by the payments system" {
+  ADMIT procedurally_sound_tool_call
+  FORBID final_answer, reasoning_trace, summary, interpretation, flawed_tool_call
+  REJECT SHORTCUT "order lookup"
+}
+MAP {
+  WHEN TOOL "issue_refund" OUTCOME ok WHERE result.status == "refunded"
+    AS procedurally_sound_tool_call LABEL "payments system" FOR refund_issued
+  WHEN TOOL OUTCOME failed AS flawed_tool_call
+  WHEN TOOL "lookup_*" AS interpretation LABEL "order lookup"
+  WHEN TOOL AS interpretation
+  WHEN FINAL AS final_answer
+  WHEN TEXT AS interpretation
+}
+CHAIN agent {
+  RUNG cheap MODEL "fake/cheap" {
+    GATE non_empty ON ABSTAIN fail_closed
+    GATE tool_calls TOOL "lookup_order", "issue_refund"
+    GATE admissibility refund_issued
+  }
+}
+"""
+TOOLS = [{"type": "function", "function": {"name": name, "description": f"the {name} tool",
+                                           "parameters": {"type": "object", "properties": {"order": {"type": "string"}}}}}
+         for name in ("lookup_order", "issue_refund")]
+
+
+def _conversation(calls: int = 19) -> list[dict]:
+    messages: list[dict] = [{"role": "user", "content": "Refund order A1, after checking the other orders."}]
+    for i in range(calls):
+        name = "issue_refund" if i == calls - 1 else "lookup_order"
+        result = {"status": "refunded"} if name == "issue_refund" else {"order": f"A{i}", "status": "paid", "total": 20}
+        messages.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": json.dumps({"order": f"A{i}"})}}]})
+        messages.append({"role": "tool", "tool_call_id": f"call_{i}", "content": json.dumps(result)})
+    return messages
+
+
+AGENT_MESSAGES = _conversation()
+# What each kind of request sends: the chain it names, its messages and any more fields.
+KINDS = {"plain": ("bench", {"messages": MESSAGES}),
+         "agent": ("agent", {"messages": AGENT_MESSAGES, "tools": TOOLS, "tool_choice": "auto"})}
+
 
 def _request(path: str, body: dict, headers: dict[str, str]) -> bytes:
     data = json.dumps(body).encode()
@@ -188,7 +235,7 @@ def _start_helper(script: str, *args: str) -> tuple[subprocess.Popen, int]:
 
 
 def _start_gateway(folder: Path, upstream_port: int, workers: int, sender: str) -> tuple[subprocess.Popen, int]:
-    (folder / "bench.rubric").write_text(RUBRIC)
+    (folder / "bench.rubric").write_text(RUBRIC + AGENT_RUBRIC)
     (folder / "admiss.toml").write_text(f'[providers.fake]\nbase_url = "http://127.0.0.1:{upstream_port}/v1"\n'
                                         f'{SENDER_CONFIG[sender]}'
                                         f'[serve]\nstore = "receipts.db"\napi_keys = ["{KEY}"]\n')
@@ -227,13 +274,22 @@ def run(settings: Settings) -> None:
         _run_against(settings, delay_s, spread_s)
 
 
-def _run_against(settings: Settings, delay_s: float, spread_s: float) -> None:
+def run_agents(settings: Settings) -> None:
+    """The agent's request (tools, 40 messages read as evidence) against the model-paced
+    upstreams, one worker: the targets hold for it too."""
+    for delay_s, spread_s in UPSTREAMS[1:]:
+        _run_against(settings, delay_s, spread_s, kind="agent", workers=(1,))
+
+
+def _run_against(settings: Settings, delay_s: float, spread_s: float, kind: str = "plain",
+                 workers: tuple[int, ...] = WORKERS) -> None:
     upstream, upstream_port = _start_upstream(delay_s, spread_s)
     relay, relay_port = _start_relay(upstream_port)
     try:
-        for workers in WORKERS:
-            _run_gateway(settings, delay_s, spread_s, upstream_port, relay_port, workers, POOL)
-        _compare_senders(settings, delay_s, spread_s, upstream_port)
+        for count in workers:
+            _run_gateway(settings, delay_s, spread_s, upstream_port, relay_port, count, POOL, kind)
+        if kind == "plain":
+            _compare_senders(settings, delay_s, spread_s, upstream_port)
     finally:
         _stop(relay)
         _stop(upstream)
@@ -307,16 +363,18 @@ def _compare_senders(settings: Settings, delay_s: float, spread_s: float, upstre
 
 
 def _run_gateway(settings: Settings, delay_s: float, spread_s: float, upstream_port: int, relay_port: int,
-                 workers: int, sender: str) -> None:
+                 workers: int, sender: str, kind: str = "plain") -> None:
     after = f"{delay_s * 1000:.0f} ± {spread_s * 1000:.0f} ms, uniformly" if spread_s else f"{delay_s * 1000:.0f} ms"
-    print_section(f"gateway: admiss serve --workers {workers} (upstream calls sent by {sender}) with inline gates vs "
+    what = ("an agent's requests (2 tools, 40 messages read as admissibility evidence)" if kind == "agent"
+            else "inline gates")
+    print_section(f"gateway: admiss serve --workers {workers} (upstream calls sent by {sender}) with {what} vs "
                   f"direct calls to the same fake upstream (replying after {after}), concurrency {CONCURRENCY}")
     total = 1000 if settings.quick else 3000
     rounds = 3 if settings.quick else 5
     with tempfile.TemporaryDirectory() as tmp:
         gateway, gateway_port = _start_gateway(Path(tmp), upstream_port, workers, sender)
         try:
-            rows, summary = _measure(upstream_port, gateway_port, relay_port, total, rounds, ramp_s=delay_s)
+            rows, summary = _measure(upstream_port, gateway_port, relay_port, total, rounds, ramp_s=delay_s, kind=kind)
         finally:
             _stop(gateway)
         stored = sum(1 for _ in _receipts(Path(tmp) / "receipts.db"))
@@ -349,9 +407,12 @@ def _added(path: list[float], direct: list[float]) -> tuple[float, float]:
             _percentile(path, 0.99) - _percentile(direct, 0.99))
 
 
-def _measure(upstream_port: int, gateway_port: int, relay_port: int, total: int, rounds: int, ramp_s: float):
-    direct = _request("/v1/chat/completions", {"model": "cheap", "messages": MESSAGES}, {})
-    via = _request("/v1/chat/completions", {"model": "bench", "messages": MESSAGES}, {"authorization": f"Bearer {KEY}"})
+def _measure(upstream_port: int, gateway_port: int, relay_port: int, total: int, rounds: int, ramp_s: float,
+             kind: str = "plain"):
+    # The direct call sends the same body, so the upstream's reading of it cancels out.
+    chain, fields = KINDS[kind]
+    direct = _request("/v1/chat/completions", {"model": "cheap", **fields}, {})
+    via = _request("/v1/chat/completions", {"model": chain, **fields}, {"authorization": f"Bearer {KEY}"})
     paths = {"direct": (upstream_port, direct), "gateway": (gateway_port, via), "relay": (relay_port, direct)}
     for port, request in paths.values():
         load(port, request, 500, CONCURRENCY)  # warm-up: connections, lazy imports, SQLite pages

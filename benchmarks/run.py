@@ -31,6 +31,7 @@ SECTIONS = {
     "trace_read": bench_trace_read.run,
     "traces": bench_traces.run,
     "gateway": bench_gateway.run,
+    "gateway_agents": bench_gateway.run_agents,
     "rich": bench_rich.run,
     "parse": bench_parse.run,
 }

@@ -53,6 +53,9 @@ CHAIN serve {
     GATE consistency K 5 THRESHOLD 0.8
     GATE consistency K 1
     GATE consistency K 3 MEANING MODEL "openai/gpt-5-mini"
+    GATE tool_calls TOOL "lookup_order", "issue_refund"
+    GATE tool_calls
+    GATE schema TOOL "issue_refund" FILE "answer.schema.json"
   }
   RUNG empty { }
 }

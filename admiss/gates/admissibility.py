@@ -1,4 +1,9 @@
-"""admissibility: the named properties (all when none are named) must be yes on the candidate's evidence."""
+"""admissibility: the named properties (all when none are named) must be yes on the candidate's evidence.
+
+A candidate that only proposes tool calls (no text) makes no claim to prove: it passes,
+saying so. Its calls are actions, gated by the tool gates, and never evidence: the claim
+that follows them is checked once their results are in the conversation.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,9 @@ def build(gate: ir.Gate, ctx: GateContext) -> GateCheck:
     properties = [ctx.properties[name] for name in names]
 
     def run(candidate: Candidate) -> GateResult:
+        if candidate.tool_calls and not (candidate.output or "").strip():
+            return GateResult(PASS, reason=f"no claim to prove: the candidate only proposes "
+                              f"{len(candidate.tool_calls)} tool call(s), which are never evidence")
         rows = rows_of(candidate.evidence)
         results = [p.check(offered(rows, p.name)) for p in properties]
         missing = [r.prop.name for r in results if r.verdict == "no"]

@@ -18,7 +18,7 @@ import attrs
 
 from admiss.config import Config
 from admiss.redact import key_values, redact, url_secrets
-from admiss.providers import ProviderError, Providers
+from admiss.providers import ProviderError, Providers, answer_text
 from admiss.untrusted import UntrustedInput
 
 PASS, FAIL, ABSTAIN = "pass", "fail", "abstain"
@@ -44,6 +44,13 @@ class Candidate:
     # that asks the model again (consistency) asks exactly what the rung asked.
     messages: tuple[dict, ...] | None = None
     params: dict = attrs.field(factory=dict)
+    # The tool calls the rung's model proposed (OpenAI's shape): actions to gate, never evidence.
+    tool_calls: tuple[dict, ...] = ()
+
+    @property
+    def answer(self) -> str:
+        """The output and the proposed tool calls as one text (what samples are compared to)."""
+        return answer_text(self.output, self.tool_calls)
 
 
 @attrs.frozen

@@ -85,7 +85,8 @@ def _json_equal(a: Any, b: Any) -> bool:
 
 def draws_samples(candidate: Candidate) -> bool:
     """Whether the gate will call the candidate's model for samples (the bundle has none)."""
-    return not candidate.samples and candidate.output is not None and candidate.prompt is not None \
+    return not candidate.samples and (candidate.output is not None or candidate.tool_calls) \
+        and candidate.prompt is not None \
         and candidate.model is not None
 
 
@@ -102,7 +103,7 @@ class _Consistency:
     meaning_model: str | None = None
 
     async def run(self, candidate: Candidate) -> GateResult:
-        if candidate.output is None:
+        if candidate.output is None and not candidate.tool_calls:
             return GateResult(ABSTAIN, reason="no output to compare samples with")
         if candidate.samples:
             return await self._bundle_samples(candidate)
@@ -143,17 +144,17 @@ class _Consistency:
         failures = [r for r in replies if isinstance(r, BaseException)]
         if failures:
             return _abstain_on(failures, cost, cost_note)
-        result = await self._decided(candidate, [c.text for c in completions], "provider")
+        result = await self._decided(candidate, [c.answer for c in completions], "provider")
         notes = "; ".join(n for n in (cost_note, (result.details or {}).get("cost_note")) if n) or None
         return attrs.evolve(result, cost_usd=cost + result.cost_usd, details={**(result.details or {}), "cost_note": notes})
 
     async def _decided(self, candidate: Candidate, samples: Sequence[str], source: str) -> GateResult:
         if self.meaning_model is None:
-            return self._scored(candidate.output or "", samples, source)
+            return self._scored(candidate.answer, samples, source)
         return await self._by_meaning(self.meaning_model, candidate, samples, source)
 
     async def _by_meaning(self, model: str, candidate: Candidate, samples: Sequence[str], source: str) -> GateResult:
-        answers = [candidate.output or "", *samples]
+        answers = [candidate.answer, *samples]
         canonical = [_canonical(answer) for answer in answers]
 
         def cheaply_same(a: int, b: int) -> bool:

@@ -5,6 +5,9 @@ NaN or Infinity, which JSON does not have), it refuses an integer longer than Py
 int-conversion limit, a number beyond a double's range, nesting too deep to read and a key
 repeated in one object. Each fails the gate with the reason, as the candidate's doing: no
 output can make this gate raise, so none counts against its error budget.
+
+A candidate with tool calls passes when every call's arguments pass these rules, and its
+text too when it has any.
 """
 
 from __future__ import annotations
@@ -33,10 +36,21 @@ def parse_output(output: str | None) -> Any:
 
 def check(candidate: Candidate) -> GateResult:
     try:
-        parse_output(candidate.output)
+        if not candidate.tool_calls or candidate.output:
+            parse_output(candidate.output)
+        for call in candidate.tool_calls:
+            call_arguments(call)
     except NotJSON as exc:
         return GateResult(FAIL, reason=str(exc))
     return GateResult(PASS)
+
+
+def call_arguments(call: dict) -> Any:
+    """A proposed tool call's arguments as a JSON value; NotJSON naming the call otherwise."""
+    try:
+        return parse_output(call["function"]["arguments"])
+    except NotJSON as exc:
+        raise NotJSON(f"tool call {call['id']} ({call['function']['name']}): arguments: {exc}") from None
 
 
 def build(gate: ir.Gate, ctx: GateContext) -> GateCheck:

@@ -24,7 +24,8 @@ the model is unpriced.
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import Any, Sequence
 
 import attrs
 
@@ -88,12 +89,17 @@ def _model_name(model: str) -> str:
     return model.strip().rsplit("/", 1)[-1].casefold()
 
 
-def judge_messages(rubric: str, output: str, prompt: str | None, nonce: str) -> list[dict[str, str]]:
+def judge_messages(rubric: str, output: str, prompt: str | None, nonce: str,
+                   tool_calls: Sequence[dict] = ()) -> list[dict[str, str]]:
     """The pinned system message and the user message with the untrusted parts fenced."""
     parts = [f"Rubric (from the operator, trusted):\n{rubric}"]
     if prompt is not None:
         parts.append(fenced("TASK", "The task the model was given", prompt, nonce))
     parts.append(fenced("CANDIDATE", "The candidate output to grade", output, nonce))
+    if tool_calls:
+        calls = json.dumps([c["function"] for c in tool_calls], ensure_ascii=False, indent=1)
+        parts.append(fenced("TOOL_CALLS", "The tool calls the candidate proposes (name and JSON arguments)", calls,
+                            nonce))
     parts.append("Grade the candidate output against the rubric. Reply with the JSON object only.")
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n\n".join(parts)}]
 
@@ -152,15 +158,15 @@ class _Judge:
         if same_model(self.model, candidate.model):
             reason = f"maker = checker: judge {self.model} would grade its own output ({candidate.model})"
             return GateResult(ABSTAIN, reason=reason)
-        if candidate.output is None:
+        if candidate.output is None and not candidate.tool_calls:
             return GateResult(ABSTAIN, reason="no output to grade")
         unfit = unsendable(candidate)
         if unfit is not None:
             return unfit
         if self.ctx.offline:
             return GateResult(ABSTAIN, reason=f"offline: judge {self.model} not called")
-        nonce = fresh_nonce([candidate.output, candidate.prompt or "", self.rubric])
-        messages = judge_messages(self.rubric, candidate.output, candidate.prompt, nonce)
+        nonce = fresh_nonce([candidate.answer, candidate.prompt or "", self.rubric])
+        messages = judge_messages(self.rubric, candidate.output or "", candidate.prompt, nonce, candidate.tool_calls)
         try:
             completion = await self.ctx.providers.complete(self.model, messages)
         except ProviderError as exc:
@@ -171,7 +177,7 @@ class _Judge:
         cost, cost_note = cost_usd(self.ctx.config, self.model, [completion.usage])
         details: dict[str, Any] = {"judge_model": self.model, "cost_note": cost_note}
         try:
-            grade = parse_grade(completion.text)
+            grade = parse_grade(completion.text or "")
         except UntrustedInput as exc:
             details["reply"] = completion.text
             return GateResult(ABSTAIN, reason=f"judge reply rejected: {exc}", fault=CANDIDATE_FAULT, cost_usd=cost,

@@ -177,7 +177,7 @@ class Asker:
         if note:
             self.cost_notes.add(note)
         try:
-            verdict = parse_entailment(completion.text)
+            verdict = parse_entailment(completion.text or "")
         except UntrustedInput as exc:
             # A reply that breaks the format is what crafted answer text provokes, so it
             # counts against the candidate (an abstain), not against the gate's budget.

@@ -1,4 +1,5 @@
-"""``non_empty``: the floor. Fails on a missing, empty or whitespace-only output."""
+"""``non_empty``: the floor. Fails on a missing, empty or whitespace-only output; a
+candidate that proposes tool calls is not empty (its calls are its answer)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from admiss.gates.base import FAIL, PASS, Candidate, GateCheck, GateContext, Gat
 
 def check(candidate: Candidate) -> GateResult:
     output = candidate.output
+    if candidate.tool_calls and not (output or "").strip():
+        return GateResult(PASS, reason=f"no text, {len(candidate.tool_calls)} tool call(s)")
     if output is None:
         return GateResult(FAIL, reason="no output")
     if not output:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Iterator
 from urllib.parse import urldefrag, urljoin, urlsplit
 
+import attrs
 import jsonschema
 import referencing.exceptions
 import referencing.jsonschema
@@ -38,7 +39,7 @@ from admiss import ir
 from admiss.errors import Diagnostic, InputError
 from admiss.gates.base import (ABSTAIN, CANDIDATE_FAULT, FAIL, GATE_FAULT, PASS, Candidate, GateCheck, GateContext,
                                GateResult, untrusted)
-from admiss.gates.json_valid import NotJSON, parse_output
+from admiss.gates.json_valid import NotJSON, call_arguments, parse_output
 from admiss.gates.patterns import PatternTimeout, bounded_keywords, compile_problem, pattern_budget
 from admiss.source import Source, Span
 from admiss.untrusted import UntrustedInput
@@ -48,7 +49,25 @@ DEFAULT_DRAFT = jsonschema.Draft202012Validator
 
 def build(gate: ir.Gate, ctx: GateContext) -> GateCheck:
     validator = load_validator(gate, ctx)
+    if gate.tools:
+        return GateCheck(kind=gate.kind, cheap=True, run=functools.partial(check_calls, validator, gate.tools[0]))
     return GateCheck(kind=gate.kind, cheap=True, run=functools.partial(check, validator))
+
+
+def check_calls(validator: Validator, tool: str, candidate: Candidate) -> GateResult:
+    """``schema TOOL "name"``: every proposed call of that tool has arguments valid under the
+    schema (a candidate that does not call it passes; which tools may be called at all is the
+    tool_calls gate's question)."""
+    calls = [call for call in candidate.tool_calls if call["function"]["name"] == tool]
+    for call in calls:
+        try:
+            instance = call_arguments(call)
+        except NotJSON as exc:
+            return GateResult(FAIL, reason=str(exc))
+        result = _validated(validator, instance, "the arguments")
+        if result.verdict != PASS:
+            return attrs.evolve(result, reason=f"tool call {call['id']} ({tool}): {result.reason}")
+    return GateResult(PASS, reason=f"{len(calls)} call(s) of {tool} checked" if calls else f"no call of {tool}")
 
 
 def check(validator: Validator, candidate: Candidate) -> GateResult:
@@ -56,6 +75,10 @@ def check(validator: Validator, candidate: Candidate) -> GateResult:
         instance = parse_output(candidate.output)
     except NotJSON as exc:
         return GateResult(FAIL, reason=str(exc))
+    return _validated(validator, instance, "the output")
+
+
+def _validated(validator: Validator, instance: Any, what: str) -> GateResult:
     try:
         with pattern_budget(), untrusted("validating the output", gate_side=(referencing.exceptions.Unresolvable,)):
             errors = list(validator.iter_errors(instance))
@@ -65,7 +88,7 @@ def check(validator: Validator, candidate: Candidate) -> GateResult:
             more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
             return GateResult(FAIL, reason=f"{error.json_path}: {error.message}{more}")
     except PatternTimeout as exc:
-        reason = f"matching the schema's pattern {exc.pattern!r} against the output ran past its time bound"
+        reason = f"matching the schema's pattern {exc.pattern!r} against {what} ran past its time bound"
         return GateResult(ABSTAIN, reason=reason, fault=CANDIDATE_FAULT)
     except referencing.exceptions.Unresolvable as exc:
         return GateResult(ABSTAIN, reason=f"the schema has a $ref that cannot be resolved: {exc}", fault=GATE_FAULT)
@@ -73,7 +96,7 @@ def check(validator: Validator, candidate: Candidate) -> GateResult:
         # The output parsed, but the validator cannot walk it (nested too deeply) or compare
         # it (a long integer against a float's multipleOf overflows): the output's doing.
         deep = isinstance(exc.__cause__, RecursionError)
-        reason = "output is nested too deeply to validate" if deep else f"output cannot be validated: {exc}"
+        reason = f"{what} is nested too deeply to validate" if deep else f"{what} cannot be validated: {exc}"
         return GateResult(ABSTAIN, reason=reason, fault=CANDIDATE_FAULT)
 
 

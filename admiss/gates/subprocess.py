@@ -4,7 +4,7 @@ The contract: the program runs without a shell, in the rubric's folder, in a pro
 of its own, with a small environment: the variables in BASE_ENV (and LC_*), plus those
 ``[gates] pass_env`` names, never a configured provider's key (the candidate's own code may
 run in there, in a test-runner gate). It reads ``{"candidate": output, "prompt": prompt, "meta": meta}`` as JSON on
-stdin (the candidate never goes in argv or the environment, so it cannot inject itself into
+stdin, with ``"tool_calls"`` (OpenAI's shape) added when the candidate proposes tool calls (the candidate never goes in argv or the environment, so it cannot inject itself into
 the command) and prints ``{"verdict": "pass"|"fail"|"abstain", "score"?: x, "reason"?: s}``
 on stdout, then exits 0.
 
@@ -207,6 +207,8 @@ def _settle(future: asyncio.Future, value: Any) -> None:
 
 def _stdin_payload(candidate: Candidate) -> bytes:
     message = {"candidate": candidate.output, "prompt": candidate.prompt, "meta": candidate.meta}
+    if candidate.tool_calls:
+        message["tool_calls"] = list(candidate.tool_calls)
     return json.dumps(message, ensure_ascii=False).encode("utf-8")
 
 

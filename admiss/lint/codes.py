@@ -11,6 +11,7 @@ from types import ModuleType
 import attrs
 
 from admiss.lint.rules import (
+    admissibility_unprovable_by_conversation,
     confirmatory_judge,
     consistency_too_few_samples,
     costly_gate_first,
@@ -96,6 +97,7 @@ RULES = (
     Rule("ADM031", map_rule_shadowed, "warning"),
     Rule("ADM032", map_admits_every_tool_call, "error"),
     Rule("ADM033", final_answer_mapped_otherwise, "error"),
+    Rule("ADM034", admissibility_unprovable_by_conversation, "warning"),
     Rule("ADM040", judge_fail_open, "warning"),
     Rule("ADM041", meaning_model_fail_open, "warning"),
 )

@@ -127,8 +127,10 @@ def gate_dict(record: "GateRecord", full: bool = False, own: Own = copy.deepcopy
     # The admissibility gate's property reports appear in the chain's report; their
     # indexes point into the candidate's evidence.
     if record.details and "properties" in record.details:
-        out["properties"] = _properties(record.details["properties"], record.details.get("evidence", ()), full,
-                                        own=own)
+        evidence = record.details.get("evidence", ())
+        # Evidence made from a trace or a request's conversation: each admitted item's step too.
+        steps = any("step" in item for item in evidence)
+        out["properties"] = _properties(record.details["properties"], evidence, full, steps, own=own)
     # A consistency gate deciding by meaning shows its clusters, entropy and every call.
     if record.details and "meaning" in record.details:
         out["meaning"] = record.details["meaning"]

@@ -169,11 +169,18 @@ def _completion_body(served: Served, created: int) -> dict[str, Any]:
         "object": "chat.completion",
         "created": created,
         "model": served.model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": served.output},
-                     "finish_reason": served.finish_reason, "logprobs": None}],
+        "choices": [{"index": 0, "message": _message(served), "finish_reason": served.finish_reason,
+                     "logprobs": None}],
         "usage": served.usage,
         "admiss": _admiss_object(served),
     }
+
+
+def _message(served: Served) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": served.output}
+    if served.tool_calls:
+        message["tool_calls"] = list(served.tool_calls)
+    return message
 
 
 _PIECE = re.compile(r"\s*\S+\s*|\s+")
@@ -192,9 +199,16 @@ async def _chunks(served: Served, created: int, include_usage: bool) -> AsyncIte
         return _sse({**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
                      **extra})
 
-    yield chunk({"role": "assistant", "content": ""})
+    yield chunk({"role": "assistant", "content": "" if served.output is not None or not served.tool_calls else None})
     for piece in _PIECE.findall(served.output or ""):
         yield chunk({"content": piece})
+    for index, call in enumerate(served.tool_calls):
+        # As OpenAI streams a call: its id, type and name first, then its arguments in pieces.
+        function = call["function"]
+        yield chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
+                                     "function": {"name": function["name"], "arguments": ""}}]})
+        for piece in _PIECE.findall(function["arguments"]):
+            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
     yield chunk({}, served.finish_reason, admiss=_admiss_object(served))
     if include_usage:
         yield _sse({**head, "choices": [], "usage": served.usage})

@@ -9,8 +9,9 @@ request sets them itself.
 
 from __future__ import annotations
 
+import re
 import time
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import attrs
 
@@ -22,8 +23,24 @@ from admiss.providers import Call, Completion, ProviderError, cost_usd
 PASSTHROUGH = frozenset({
     "temperature", "top_p", "max_tokens", "max_completion_tokens", "stop", "presence_penalty",
     "frequency_penalty", "seed", "response_format", "logit_bias", "user", "reasoning_effort",
+    "tools", "tool_choice", "parallel_tool_calls",
 })
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
+# The fields a message of each role may have; any other is refused by name, as an unknown
+# top-level field is: nothing the gateway did not read is forwarded (docs/serve.md lists
+# every field's fate).
+MESSAGE_FIELDS = {
+    "system": frozenset({"role", "content", "name"}),
+    "developer": frozenset({"role", "content", "name"}),
+    "user": frozenset({"role", "content", "name"}),
+    "assistant": frozenset({"role", "content", "name", "tool_calls", "refusal"}),
+    "tool": frozenset({"role", "content", "tool_call_id"}),
+}
+TOOL_CALL_FIELDS = frozenset({"id", "type", "function"})
+FUNCTION_CALL_FIELDS = frozenset({"name", "arguments"})
+TOOL_FIELDS = frozenset({"type", "function"})
+FUNCTION_FIELDS = frozenset({"name", "description", "parameters", "strict"})
+TOOL_CHOICES = frozenset({"none", "auto", "required"})
 RUNG, JUDGE, CONSISTENCY = "rung", "judge", "consistency"
 # A receipt flag (and a usage entry's key): the call's reported token counts were past
 # providers.MAX_CALL_TOKENS, so they are null on the receipt and the call is not priced.
@@ -49,10 +66,49 @@ def checked_messages(messages: Any) -> list[dict[str, Any]]:
         role = message.get("role")
         if not isinstance(role, str) or role not in ROLES:
             raise RequestError(f"{where}.role must be one of {', '.join(sorted(ROLES))}", f"{where}.role")
+        _known_fields(message, MESSAGE_FIELDS[role], where, f"a {role} message")
         content = message.get("content")
         if not (content is None or isinstance(content, str) or _text_parts(content)):
             raise RequestError(f"{where}.content must be a string or an array of text parts", f"{where}.content")
+        for key in ("name", "refusal", "tool_call_id"):
+            if key in message and not isinstance(message[key], str):
+                raise RequestError(f"{where}.{key} must be a string", f"{where}.{key}")
+        if role == "tool" and "tool_call_id" not in message:
+            raise RequestError(f"{where}.tool_call_id: missing (a tool message answers one tool call)",
+                               f"{where}.tool_call_id")
+        if message.get("tool_calls") is not None:
+            _check_tool_calls(message["tool_calls"], f"{where}.tool_calls")
     return messages
+
+
+def _known_fields(holder: Mapping[str, Any], known: frozenset[str], where: str, what: str) -> None:
+    if known.issuperset(holder):  # one C-level test for the usual case, a loop only to name the odd one
+        return
+    for key in holder:
+        if key not in known:
+            raise RequestError(f"{where}.{key}: unsupported field of {what} (the gateway forwards only fields "
+                               f"it reads: {', '.join(sorted(known))})", f"{where}.{key}")
+
+
+def _check_tool_calls(calls: Any, where: str) -> None:
+    if not isinstance(calls, list):
+        raise RequestError(f"{where} must be an array of tool calls", where)
+    for j, call in enumerate(calls):
+        at = f"{where}[{j}]"
+        if not isinstance(call, dict):
+            raise RequestError(f"{at} must be an object", at)
+        _known_fields(call, TOOL_CALL_FIELDS, at, "a tool call")
+        if not isinstance(call.get("id"), str) or not call["id"]:
+            raise RequestError(f"{at}.id must be a non-empty string", f"{at}.id")
+        if call.get("type", "function") != "function":
+            raise RequestError(f"{at}.type must be \"function\"", f"{at}.type")
+        function = call.get("function")
+        if not isinstance(function, dict):
+            raise RequestError(f"{at}.function must be an object", f"{at}.function")
+        _known_fields(function, FUNCTION_CALL_FIELDS, f"{at}.function", "a function call")
+        for key in ("name", "arguments"):
+            if not isinstance(function.get(key), str):
+                raise RequestError(f"{at}.function.{key} must be a string", f"{at}.function.{key}")
 
 
 def _text_parts(content: Any) -> bool:
@@ -75,6 +131,7 @@ def checked_params(params: Mapping[str, Any]) -> dict[str, Any]:
             raise RequestError(f"unsupported parameter: {name}", name)
         if value is not None:
             _check_value(name, value)
+    _check_tools(params.get("tools"), params.get("tool_choice"), params.get("parallel_tool_calls"))
     return {name: value for name, value in params.items() if name in PASSTHROUGH and value is not None}
 
 
@@ -87,12 +144,55 @@ def _check_value(name: str, value: Any) -> None:
         raise RequestError(f"{name} must be an integer of at least 1", name)
 
 
+def _check_tools(tools: Any, choice: Any, parallel: Any) -> None:
+    """``tools``, ``tool_choice`` and ``parallel_tool_calls`` in the shapes OpenAI defines,
+    each tool a function with a name; RequestError naming the field otherwise."""
+    names = set()
+    if tools is not None:
+        if not isinstance(tools, list):
+            raise RequestError("tools must be an array of tools", "tools")
+        for j, tool in enumerate(tools):
+            at = f"tools[{j}]"
+            if not isinstance(tool, dict) or tool.get("type") != "function" or not isinstance(tool.get("function"), dict):
+                raise RequestError(f'{at} must be {{"type": "function", "function": {{...}}}}', at)
+            _known_fields(tool, TOOL_FIELDS, at, "a tool")
+            function = tool["function"]
+            _known_fields(function, FUNCTION_FIELDS, f"{at}.function", "a function")
+            name = function.get("name")
+            if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
+                raise RequestError(f"{at}.function.name must be 1 to 64 letters, digits, _ or -", f"{at}.function.name")
+            if name in names:
+                raise RequestError(f"{at}.function.name: a second tool named {name!r}", f"{at}.function.name")
+            names.add(name)
+            if "parameters" in function and not isinstance(function["parameters"], dict):
+                raise RequestError(f"{at}.function.parameters must be a JSON Schema object", f"{at}.function.parameters")
+    if choice is not None and not (isinstance(choice, str) and choice in TOOL_CHOICES):
+        named = choice["function"].get("name") if isinstance(choice, dict) and isinstance(
+            choice.get("function"), dict) and choice.get("type") == "function" else None
+        if not isinstance(named, str) or named not in names:
+            raise RequestError('tool_choice must be "none", "auto", "required" or '
+                               '{"type": "function", "function": {"name": NAME}} naming one of the tools',
+                               "tool_choice")
+    if parallel is not None and not isinstance(parallel, bool):
+        raise RequestError("parallel_tool_calls must be true or false", "parallel_tool_calls")
+
+
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
 def transcript(messages: Sequence[Mapping[str, Any]]) -> str:
     """The conversation as one text, for gates that read "the prompt" (the judge fences it)."""
-    texts = [(m["role"], _content_text(m.get("content"))) for m in messages]
+    texts = [(m["role"], _content_text(m.get("content")) + _calls_text(m.get("tool_calls"))) for m in messages]
     if len(texts) == 1 and texts[0][0] == "user":
         return texts[0][1]
     return "\n\n".join(f"[{role}]\n{text}" for role, text in texts)
+
+
+def _calls_text(calls: Any) -> str:
+    """An assistant message's tool calls as lines of text (the transcript holds the whole turn)."""
+    if not calls:
+        return ""
+    return "".join(f"\n[tool call {c['id']}] {c['function']['name']}({c['function']['arguments']})" for c in calls)
 
 
 def _content_text(content: Any) -> str:
@@ -117,8 +217,12 @@ class LiveRungs:
     def __init__(self, ctx: GateContext, chain: str, messages: list[dict[str, Any]] | None,
                  params: Mapping[str, Any] | None = None, supplied: Mapping[str, Candidate] | None = None,
                  supplied_cost: Mapping[str, float] | None = None, calls: list[Call] | None = None,
-                 evidence: tuple[dict, ...] = (), meta: dict | None = None):
+                 evidence: tuple[dict, ...] = (), meta: dict | None = None,
+                 conversation: Callable[[str, str | None], tuple[dict, ...]] | None = None):
+        """``conversation(rung, output)``, when given, makes a made candidate's evidence: the
+        request's conversation with the candidate's output as the final answer."""
         self.ctx = ctx
+        self.conversation = conversation
         # What a made candidate carries besides its output: the bundle's evidence and meta.
         self.evidence = evidence
         self.meta = meta or {}
@@ -151,8 +255,10 @@ class LiveRungs:
             return None, 0.0, f"not run: the rung's model call failed: {exc.reason}"
         cost, _ = cost_usd(self.ctx.config, rung.model or "", [completion.usage])
         self.calls[rung.name] = RungCall(completion, cost, round((time.perf_counter() - started) * 1000, 3))
+        evidence = self.conversation(rung.name, completion.text) if self.conversation else self.evidence
         candidate = Candidate(output=completion.text, model=rung.model, prompt=transcript(messages), meta=self.meta,
-                              evidence=self.evidence, rung=rung.name, messages=tuple(messages), params=params)
+                              evidence=evidence, rung=rung.name, messages=tuple(messages), params=params,
+                              tool_calls=completion.tool_calls)
         return candidate, cost, ""
 
     def latency_ms(self, finished: float) -> dict[str, float]:

@@ -25,10 +25,11 @@ import attrs
 from admiss.cascade import CompiledChain, CompiledRung
 from admiss.config import Config
 from admiss.errors import Diagnostic, InputError
-from admiss.providers import recording_calls, split_model, ProviderError
+from admiss.providers import Completion, ProviderError, recording_calls, split_model
 from admiss.redact import redacted_tree
 from admiss.report.json import chain_dict
 from admiss.serve.calls import LiveRungs, checked_messages, checked_params
+from admiss.serve.conversation import Conversation, call_keys, conversation_trace
 from admiss.serve.store import StoreError, StoreWriter, open_store, utc_timestamp
 
 SERVED, EXHAUSTED = "served", "exhausted"
@@ -44,6 +45,8 @@ class Served:
     model: str | None
     finish_reason: str | None
     receipt: dict[str, Any]
+    # The served candidate's tool calls, in OpenAI's shape.
+    tool_calls: tuple[dict[str, Any], ...] = ()
 
     @property
     def outcome(self) -> str:
@@ -100,6 +103,9 @@ class Router:
         self._owns_store = isinstance(store, (str, Path))
         self._store = _writer_for(Path(store)) if self._owns_store else store
         self.listeners: list[Callable[[dict[str, Any]], None]] = []
+        # Only a chain with admissibility gates reads the conversation (a tenth of a
+        # millisecond for 40 messages, spent for nothing otherwise).
+        self._reads_conversation = any(g.ir.kind == "admissibility" for r in self.chain.rungs for g in r.gates)
         self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
@@ -125,11 +131,15 @@ class Router:
         messages = checked_messages(messages)
         params = checked_params(params)
         started, created_at = time.perf_counter(), utc_timestamp()
-        rungs = LiveRungs(self.ctx, self.chain.name, messages, params, calls=recording_calls())
+        conversation = await self._conversation(messages) if self._reads_conversation else None
+        rungs = LiveRungs(self.ctx, self.chain.name, messages, params, calls=recording_calls(),
+                          conversation=conversation.evidence if conversation else None)
         result = await self.chain.arun(rungs.produce)
         finished = time.perf_counter()
         # One draw from the system's randomness for both ids.
         token = os.urandom(24).hex()
+        call = rungs.calls.get(result.served) if result.served is not None else None
+        tool_calls = call.completion.tool_calls if call else ()
         receipt = self._redacted({
             "id": "rcpt_" + token[:24],
             "request_id": "chatcmpl-" + token[24:],
@@ -141,16 +151,30 @@ class Router:
             "top_rung": {"rung": self.top_rung.name, "model": self.top_rung.model},
             "model_errors": [{"rung": rung, "error": error} for rung, error in rungs.errors.items()],
             "flags": rungs.flags(),
+            **({"tool_calls": list(tool_calls)} if tool_calls else {}),
+            **({"conversation": conversation.summary()} if conversation is not None else {}),
         })
         await self._keep(receipt)
-        call = rungs.calls.get(result.served) if result.served is not None else None
         return Served(
             output=call.completion.text if call else None,
             rung=result.served,
             model=self.chain_model(result.served),
-            finish_reason=(call.completion.finish_reason or "stop") if call else None,
+            finish_reason=_finish_reason(call.completion) if call else None,
             receipt=receipt,
+            tool_calls=tool_calls,
         )
+
+    async def _conversation(self, messages: list[dict[str, Any]]) -> Conversation:
+        """The request's conversation as evidence (RequestError when it breaks a trace's
+        rules); in strict mode only with the tool calls this gateway served."""
+        trace = conversation_trace(messages)
+        served = None
+        if self.config.serve.tool_evidence == "served":
+            keys = call_keys(trace)
+            served = set()
+            if keys and self._store is not None:
+                served = await self._store.aread(lambda store, wanted: store.served(wanted), keys)
+        return Conversation(trace, self.rubric.compiled.mapping, served)
 
     async def _keep(self, receipt: dict[str, Any]) -> None:
         """Store and count the receipt. Once queued it is committed and counted even if the
@@ -245,6 +269,13 @@ class Router:
         self._loop.run_until_complete(self.aclose())
         self._loop.close()
         self._loop = None
+
+
+def _finish_reason(completion: Completion) -> str:
+    """The served finish reason: "tool_calls" when the candidate proposes tool calls."""
+    if completion.tool_calls:
+        return "tool_calls"
+    return completion.finish_reason or "stop"
 
 
 def _check_servable(chain: CompiledChain, config: Config, origin: str | None) -> None:

@@ -40,9 +40,26 @@ CREATE TABLE IF NOT EXISTS receipts (
   body TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS receipts_created_at ON receipts(created_at);
+CREATE TABLE IF NOT EXISTS served_tool_calls (
+  key TEXT PRIMARY KEY,
+  receipt_id TEXT NOT NULL
+);
 """
 
 _INSERT = "INSERT INTO receipts VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+_INSERT_CALL = "INSERT OR IGNORE INTO served_tool_calls VALUES (?, ?)"
+_RECEIPT_COLUMNS = 8
+
+
+def call_key(call_id: str, name: str, arguments: str) -> str:
+    """What identifies a tool call the gateway served: its id, its tool and its exact
+    arguments (a client that kept the id but changed the arguments has another call)."""
+    return f"{call_id}\x1f{name}\x1f{arguments}"
+
+
+def _call_keys(receipt: dict[str, Any]) -> tuple[str, ...]:
+    calls = receipt.get("tool_calls") or ()
+    return tuple(call_key(c["id"], c["function"]["name"], c["function"]["arguments"]) for c in calls)
 
 
 class StoreError(Exception):
@@ -79,6 +96,7 @@ def _row(receipt: dict[str, Any]) -> tuple:
         float(chain["model_cost_usd"]),
         float(chain["gate_cost_usd"]),
         dumps_line(receipt).decode("utf-8"),
+        _call_keys(receipt),
     )
 
 
@@ -99,7 +117,10 @@ class ReceiptStore:
         """:meth:`put_many` for receipts already made rows (by :func:`_row`)."""
         try:
             with self._db:
-                self._db.executemany(_INSERT, rows)
+                self._db.executemany(_INSERT, [row[:_RECEIPT_COLUMNS] for row in rows])
+                calls = [(key, row[0]) for row in rows if len(row) > _RECEIPT_COLUMNS for key in row[_RECEIPT_COLUMNS]]
+                if calls:
+                    self._db.executemany(_INSERT_CALL, calls)
         except sqlite3.OperationalError as exc:
             kind = StoreBusy if "locked" in str(exc) or "busy" in str(exc) else StoreError
             raise kind(f"{self.path}: cannot write receipts: {exc}") from None
@@ -122,6 +143,22 @@ class ReceiptStore:
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: cannot read receipts: {exc}") from None
         return None if row is None else self._receipt(receipt_id, row[0])
+
+    def served(self, keys: list[str]) -> set[str]:
+        """Those of ``keys`` (:func:`call_key`) whose tool call a receipt of this store served."""
+        found: set[str] = set()
+        try:
+            for start in range(0, len(keys), 500):  # SQLite's bound on parameters per statement
+                chunk = keys[start:start + 500]
+                query = f"SELECT key FROM served_tool_calls WHERE key IN ({','.join('?' * len(chunk))})"
+                found.update(row[0] for row in self._db.execute(query, chunk))
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):  # a store written before tool calls were served
+                return found
+            raise StoreError(f"{self.path}: cannot read receipts: {exc}") from None
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: cannot read receipts: {exc}") from None
+        return found
 
     def iter_since(self, since: str | None = None,
                    skip: Callable[[DamagedRow], None] | None = None) -> Iterator[dict[str, Any]]:

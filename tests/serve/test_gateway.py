@@ -158,9 +158,16 @@ def test_bad_requests_are_400s_before_any_model_call(gateway, upstream):
         client.chat.completions.create(model="json", messages=[])
     with pytest.raises(openai.BadRequestError, match="temperature must be a number from 0 to 2"):
         client.chat.completions.create(model="json", messages=[{"role": "user", "content": text}], temperature=7)
-    with pytest.raises(openai.BadRequestError, match="unsupported parameter: tools"):
+    # Tools pass to the rungs now (tests/serve/test_agents.py); a malformed one is refused by name.
+    with pytest.raises(openai.BadRequestError, match=r"tools\[0\]\.function\.name"):
         client.chat.completions.create(model="json", messages=[{"role": "user", "content": text}],
-                                       tools=[{"type": "function", "function": {"name": "f"}}])
+                                       tools=[{"type": "function", "function": {"name": "no spaces"}}])
+    with pytest.raises(openai.BadRequestError, match="unsupported parameter: functions"):
+        client.chat.completions.create(model="json", messages=[{"role": "user", "content": text}],
+                                       extra_body={"functions": []})
+    # Unknown fields inside messages are refused as unknown top-level fields are.
+    with pytest.raises(openai.BadRequestError, match=r"messages\[0\]\.audio: unsupported field"):
+        client.chat.completions.create(model="json", messages=[{"role": "user", "content": text, "audio": {}}])
     # A field named like a parameter of Router.complete is a field like any other: refused.
     response = httpx.post(f"{gateway.url}/v1/chat/completions", headers={"Authorization": f"Bearer {KEY}"},
                           json={"model": "json", "messages": [{"role": "user", "content": text}], "self": 1})

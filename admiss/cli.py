@@ -128,6 +128,10 @@ def check(
         "1", "--jobs", "-j", metavar="N", callback=_count, help="Check in this many worker processes "
         "(text and json formats, regular files; a pipe is checked in one process); reports keep the input order."
     ),
+    bundle_timeout: float = typer.Option(
+        600.0, "--bundle-timeout", metavar="SECONDS", min=0.1, help="With --jobs: a worker that spends longer on one "
+        "bundle (a gate hangs or stops it) is ended and the bundle reported E183; the rest is still checked."
+    ),
     fail_fast: bool = typer.Option(
         False, "--fail-fast", help="Stop at the first bundle that cannot be loaded or checked (exit 2)."
     ),
@@ -167,7 +171,7 @@ def check(
     if ray_address is not None or output is not None:
         raise typer.Exit(_check_on_ray(ray_address, bundles, rubric, output, chain, report.value, config, offline))
     options = CheckOptions(rubric, fmt or _default_format().value, chain, config, int(jobs), fail_fast, offline,
-                           report.value, trace, live)
+                           report.value, trace, live, bundle_timeout)
     raise typer.Exit(run_check(bundles, options))
 
 
@@ -200,7 +204,7 @@ def import_(
     """
     from admiss.api import load
     from admiss.errors import AdmissError
-    from admiss.runner import import_traces
+    from admiss.trace_import import import_traces
 
     try:
         compiled = load(rubric)

@@ -162,6 +162,8 @@ class _PieceChecker:
     def checked(self) -> Point:
         task = self.task
         point = last_point(task.journal_path) or start_point(task.piece)
+        if point.stopped or (task.piece.end < 0 and point.bundles):
+            return point  # finished before: the worker that finished it died sending the result
         for path, size in ((task.out_path, point.out_bytes), (task.err_path, point.err_bytes)):
             os.truncate(path, size)
         with open(task.out_path, "ab") as self.out, \
@@ -262,6 +264,16 @@ class _Worker:
         return self.supervisor.shared[self.base + field]
 
     def give(self, task: Task) -> None:
+        self.task, self.begun_at_start = task, self.word(_BEGUN)
+        self.seen_begun, self.seen_at, self.ended = self.begun_at_start, None, None
+        try:
+            self.future = self.started().submit(check_piece, task)
+        except BrokenProcessPool:  # its worker died while it had no task
+            self.executor.shutdown(wait=True)
+            self.executor = None
+            self.future = self.started().submit(check_piece, task)
+
+    def started(self) -> ProcessPoolExecutor:
         if self.executor is None:
             import multiprocessing
 
@@ -270,9 +282,7 @@ class _Worker:
             self.executor = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
                                                 initializer=_start_worker,
                                                 initargs=(self.supervisor.run, shared, self.index, os.getpid()))
-        self.task, self.begun_at_start = task, self.word(_BEGUN)
-        self.seen_begun, self.seen_at, self.ended = self.begun_at_start, None, None
-        self.future = self.executor.submit(check_piece, task)
+        return self.executor
 
     def done(self) -> None:
         self.task = self.future = None

@@ -108,7 +108,7 @@ def _count(value: str) -> str:
 def check(
     bundles: List[Path] = typer.Argument(
         ..., metavar="BUNDLE...", help="Bundle files: .json (one bundle) or .jsonl (one per line); "
-        "- reads JSON Lines from standard input."
+        "- reads standard input (one JSON document, or JSON Lines)."
     ),
     rubric: Optional[Path] = typer.Option(
         None, "--rubric", "-r", metavar="FILE",

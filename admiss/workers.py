@@ -27,7 +27,6 @@ from __future__ import annotations
 import os
 import signal
 import struct
-import sys
 import threading
 import time
 import zlib

@@ -104,10 +104,10 @@ def _starts_a_document(line: bytes) -> bool:
     try:
         text = line.decode("utf-8").strip()
         json.loads(text)
-    except UnicodeDecodeError:
-        return False
     except json.JSONDecodeError as error:
         return error.pos >= len(text)
+    except (ValueError, RecursionError):  # not UTF-8, a number too long, nesting too deep:
+        return False  # a bad JSON line, whose reader says what is wrong with it
     return False
 
 

@@ -47,3 +47,9 @@ def test_a_line_that_is_not_utf8_says_the_files_other_bundles_are_checked(admiss
     ran = admiss_cli("check", "--rubric", SEC, "--format", "json", "b.jsonl")
     assert "hint: bundles are UTF-8 JSON; the file's other bundles are still checked" in ran.err
     assert "this line's" not in ran.err
+
+
+@pytest.mark.parametrize("first", ["[" * 100_000, "1" * 5_000, '{"evidence": []} trailing', "\ufeff{"])
+def test_a_hostile_first_line_on_stdin_is_a_located_error_not_a_traceback(admiss_cli, first):
+    ran = admiss_cli("check", "--rubric", SEC, "--format", "json", "-", stdin=first + "\n")
+    assert ran.code == 2 and "Traceback" not in ran.err and ran.err.startswith("<stdin>"), ran.err

@@ -137,7 +137,7 @@ def _count(value: str) -> str:
 def check(
     bundles: List[Path] = typer.Argument(
         ..., metavar="BUNDLE...", autocompletion=_file_kinds(".json", ".jsonl"), help="Bundle files: .json (one bundle) or .jsonl (one per line); "
-        "- reads JSON Lines from standard input."
+        "- reads standard input (one JSON document, or JSON Lines)."
     ),
     rubric: Optional[Path] = typer.Option(
         None, "--rubric", "-r", metavar="FILE", autocompletion=_file_kinds(".rubric", ".json"),
@@ -156,6 +156,10 @@ def check(
     jobs: str = typer.Option(
         "1", "--jobs", "-j", metavar="N", callback=_count, help="Check in this many worker processes "
         "(text and json formats, regular files; a pipe is checked in one process); reports keep the input order."
+    ),
+    bundle_timeout: float = typer.Option(
+        600.0, "--bundle-timeout", metavar="SECONDS", min=0.1, help="With --jobs: a worker that spends longer on one "
+        "bundle (a gate hangs or stops it) is ended and the bundle reported E183; the rest is still checked."
     ),
     fail_fast: bool = typer.Option(
         False, "--fail-fast", help="Stop at the first bundle that cannot be loaded or checked (exit 2)."
@@ -198,7 +202,7 @@ def check(
         raise typer.Exit(_check_on_ray(ray_address, bundles, rubric, output, chain, report.value, config, offline,
                                        verbose))
     options = CheckOptions(rubric, fmt or _default_format().value, chain, config, int(jobs), fail_fast, offline,
-                           report.value, trace, live)
+                           report.value, trace, live, bundle_timeout)
     raise typer.Exit(run_check(bundles, options))
 
 
@@ -231,7 +235,7 @@ def import_(
     """
     from admiss.api import load
     from admiss.errors import AdmissError
-    from admiss.runner import import_traces
+    from admiss.trace_import import import_traces
 
     try:
         compiled = load(rubric)

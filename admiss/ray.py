@@ -32,10 +32,12 @@ import ray
 import ray.data
 
 from admiss.api import Rubric, load
+from admiss.checkrun import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_PASS, CheckOptions, CheckRun
 from admiss.config import find_config
 from admiss.errors import AdmissError
 from admiss.files import atomic_writer, refuse_overwriting_inputs, write_atomically
-from admiss.runner import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_PASS, CheckOptions, CheckRun, cut_pieces, no_bundles
+from admiss.pieces import cut_pieces
+from admiss.units import no_bundles
 
 # What check_dataset writes into its output folder.
 OUTPUT_FILES = ("reports.jsonl", "properties.parquet", "summary.json")

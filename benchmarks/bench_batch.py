@@ -102,6 +102,8 @@ def run(settings: Settings) -> None:
             fraction = floor.median / timing.median
             lines.append(target_text(f"throughput ≥ {TARGET_FLOOR_FRACTION:g} of the floor", fraction >= TARGET_FLOOR_FRACTION, f"{fraction:.2f} of the floor by median"))
             lines += jobs_lines(rows, rubric, big, out, count, floor, settings)
+            if settings.baseline_admiss:
+                lines += baseline_lines(rows, rubric, big, out, count, floor, settings)
             lines.append(memory_line(rubric, small, small_count, count, peak_big, folder))
             for problem in problems:
                 print(f"!!! PROBLEM in the batch run: {problem}")
@@ -137,6 +139,46 @@ def jobs_lines(rows: list[list[str]], rubric: Path, big: Path, out: Path, count:
     return [target_text("--jobs 2 near-linear (≥ 1.7× --jobs 1), byte-identical", scaling >= 1.7 and same,
                         f"--jobs 2 is {ratio_text(scaling)} --jobs 1 by median; "
                         f"output {'byte-identical' if same else 'DIFFERS'}")]
+
+
+def baseline_lines(rows: list[list[str]], rubric: Path, big: Path, out: Path, count: int, floor: Timing,
+                   settings: Settings) -> list[str]:
+    """--jobs 1 and 2 of this checkout and of the baseline's `admiss`, interleaved repeat by
+    repeat (so load that comes and goes falls on both alike); the speed-ups and their ratio."""
+    commands = {(who, jobs): [*command, "check", "--rubric", str(rubric), "--format", "json", "--jobs", str(jobs), str(big)]
+                for who, command in (("this", admiss_probe.cli_command()), ("baseline", (settings.baseline_admiss,)))
+                for jobs in (1, 2)}
+    samples: dict[tuple[str, int], list[float]] = {key: [] for key in commands}
+    cpu: dict[tuple[str, int], list[float]] = {key: [] for key in commands}
+    digests = {}
+    for _ in range(settings.batch_repeats):
+        for key, command in commands.items():
+            run = run_process(command, stdout=out)
+            for problem in complaints([run], out, count):
+                print(f"!!! PROBLEM in the {key[0]} --jobs {key[1]} run: {problem}")
+            samples[key].append(run.seconds)
+            cpu[key].append(run.cpu_seconds)
+            with out.open("rb") as written:
+                digests[key] = hashlib.file_digest(written, "sha256").hexdigest()
+    timings = {key: Timing(tuple(taken)) for key, taken in samples.items()}
+    for (who, jobs), timing in timings.items():
+        rows.append(throughput_row(f"{who} admiss check --jobs {jobs} (interleaved)", timing, count, floor, None))
+    speedup = {who: timings[(who, 1)].median / timings[(who, 2)].median for who in ("this", "baseline")}
+    # CPU time does not wait for a busy core: two jobs' CPU over one's bounds the speed-up
+    # two free cores could give (2 / that ratio), whatever the load during the run.
+    cpu_cost = {who: Timing(tuple(cpu[(who, 2)])).median / Timing(tuple(cpu[(who, 1)])).median
+                for who in ("this", "baseline")}
+    same = len(set(digests.values())) == 1
+    return [f"--jobs 2 speed-up over --jobs 1: this checkout {ratio_text(speedup['this'])}, baseline "
+            f"{ratio_text(speedup['baseline'])}; this / baseline {speedup['this'] / speedup['baseline']:.2f}; "
+            f"--jobs 2 wall this / baseline {timings[('this', 2)].median / timings[('baseline', 2)].median:.2f}; "
+            f"outputs {'byte-identical' if same else 'DIFFER'}",
+            f"CPU of --jobs 2 over --jobs 1 (all processes): this checkout {ratio_text(cpu_cost['this'])}, "
+            f"baseline {ratio_text(cpu_cost['baseline'])} (two free cores could give at most "
+            f"{ratio_text(2 / cpu_cost['this'])} and {ratio_text(2 / cpu_cost['baseline'])})",
+            target_text("--jobs 2 at least the baseline's speed-up over --jobs 1 (within 5%)",
+                        speedup["this"] >= 0.95 * speedup["baseline"] and same,
+                        f"{ratio_text(speedup['this'])} vs {ratio_text(speedup['baseline'])}")]
 
 
 def memory_line(rubric: Path, small: Path, small_count: int, count: int, peak_big: int, folder: Path) -> str:

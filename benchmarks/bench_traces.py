@@ -59,7 +59,7 @@ def run(settings: Settings) -> None:
               end="\n\n")
         return
     from admiss.bundle import parse_bundle_text
-    from admiss.runner import CheckOptions, CheckRun
+    from admiss.checkrun import CheckOptions, CheckRun
 
     # The shipped rubric without its CHAIN: this measures the mapping and the properties.
     source = RUBRIC.read_text(encoding="utf-8").split("\nCHAIN ", 1)[0]

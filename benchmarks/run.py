@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import platform
 import sys
@@ -41,6 +42,8 @@ def parsed_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer repeats and 10k instead of 100k batch bundles")
     parser.add_argument("--only", action="append", choices=sorted(SECTIONS), metavar="NAME", help=f"run only this section (repeatable): {', '.join(SECTIONS)}")
+    parser.add_argument("--baseline-admiss", metavar="PATH", help="the admiss command of another checkout (main's, "
+                        "say): the batch section times its --jobs 1 and 2 beside this checkout's, interleaved")
     return parser.parse_args(argv)
 
 
@@ -56,7 +59,7 @@ def load_text() -> str:
 
 def main(argv: list[str] | None = None) -> None:
     args = parsed_arguments(argv)
-    settings = settings_for(args.quick)
+    settings = dataclasses.replace(settings_for(args.quick), baseline_admiss=args.baseline_admiss)
     print(f"admiss benchmarks ({'quick' if args.quick else 'full'} run) — {machine_line()}; {load_text()}\n")
     for name in args.only or SECTIONS:
         start = time.perf_counter()

@@ -15,6 +15,8 @@ class Settings:
     batch_bundles: int
     batch_repeats: int
     compile_sizes: tuple[int, ...]
+    # --baseline-admiss: another checkout's `admiss` command, timed beside this one's.
+    baseline_admiss: str | None = None
 
 
 def settings_for(quick: bool) -> Settings:

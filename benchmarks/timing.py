@@ -91,6 +91,8 @@ class ProcessRun:
     # Peak resident set of the process (and the children it waited for), in bytes.
     max_rss: int
     stderr: str
+    # User and system CPU time of the process and the children it waited for (its workers).
+    cpu_seconds: float = 0.0
 
 
 def run_process(cmd: Sequence[str], stdin: Path | None = None, stdout: Path | None = None) -> ProcessRun:
@@ -116,7 +118,8 @@ def run_process(cmd: Sequence[str], stdin: Path | None = None, stdout: Path | No
     if proc.stderr:
         proc.stderr.close()
     # ru_maxrss is in kilobytes on Linux.
-    return ProcessRun(seconds, proc.returncode, usage.ru_maxrss * 1024, stderr.decode(errors="replace"))
+    return ProcessRun(seconds, proc.returncode, usage.ru_maxrss * 1024, stderr.decode(errors="replace"),
+                      usage.ru_utime + usage.ru_stime)
 
 
 def time_process(cmd: Sequence[str], repeats: int, stdin: Path | None = None, stdout: Path | None = None) -> tuple[Timing, list[ProcessRun]]:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import admiss
-from admiss.runner import cut_pieces
+from admiss.pieces import cut_pieces
 from test_seed import SHORTCUT, STRICT, TEN_K
 
 # A gate program that kills the process running it (its parent: an admiss worker) when the

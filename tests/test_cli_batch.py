@@ -13,7 +13,8 @@ import threading
 import pytest
 
 from admiss.launch import quick_check_arguments
-from admiss.runner import MIN_PIECE_BYTES, CheckOptions
+from admiss.pieces import MIN_PIECE_BYTES
+from admiss.runner import CheckOptions
 from test_seed import SHORTCUT, STRICT, TEN_K
 
 

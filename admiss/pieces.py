@@ -1,0 +1,78 @@
+"""Cutting files into pieces for workers: byte ranges of a .jsonl file at line boundaries.
+
+``admiss check --jobs`` and ``admiss.ray`` both hand out pieces, each read by one worker
+from its own byte range, so no bundle text passes through the process that cut them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import NamedTuple
+
+from admiss.errors import AdmissError
+from admiss.files import reading
+
+# A piece is a byte range of a .jsonl file that starts at a line start, with the number of
+# its first line; a .json file (or a file that cannot be read) is one piece of its own (end -1). Pieces are at least this
+# large, and there are about this many per worker, so a slow worker does not hold up the end.
+MIN_PIECE_BYTES = 32 * 1024
+PIECES_PER_JOB = 4
+BLOCK = 1 << 20
+
+
+class Piece(NamedTuple):
+    index: int
+    file: int  # which of the paths it belongs to
+    path: str
+    start: int
+    end: int
+    first_line: int
+
+
+def cut_pieces(paths: list[Path], jobs: int, min_bytes: int = MIN_PIECE_BYTES) -> list[Piece]:
+    """Pieces of ``paths`` in input order, each .jsonl file cut at line boundaries."""
+    sizes = [_size(p) if p.suffix == ".jsonl" else 0 for p in paths]
+    piece_bytes = max(min_bytes, sum(sizes) // (jobs * PIECES_PER_JOB) + 1)
+    pieces: list[Piece] = []
+    for file, (path, size) in enumerate(zip(paths, sizes)):
+        ranges = _ranges(path, size, piece_bytes) if path.suffix == ".jsonl" and size >= 0 else [(0, -1, 0)]
+        pieces.extend([Piece(len(pieces) + i, file, str(path), *r) for i, r in enumerate(ranges)])
+    return pieces
+
+
+def _size(path: Path) -> int:
+    """The file's size, or -1 when it cannot be read (a worker then reports why in its place)."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return -1
+
+
+def _ranges(path: Path, size: int, piece_bytes: int) -> list[tuple[int, int, int]]:
+    try:
+        return _line_ranges(path, size, piece_bytes)
+    except AdmissError:  # unreadable: one piece, whose worker reports the error in its place
+        return [(0, -1, 0)]
+
+
+def _line_ranges(path: Path, size: int, piece_bytes: int) -> list[tuple[int, int, int]]:
+    """(start, end, first line number) of each piece of ``path``: one pass counting line
+    ends in large blocks (at memory speed), cutting after the first line end past each
+    ``piece_bytes``."""
+    ranges = []
+    start, first_line, lines, position, target = 0, 1, 0, 0, piece_bytes
+    with reading(path), path.open("rb") as data:
+        while block := data.read(BLOCK):
+            while target < position + len(block):
+                cut = block.find(b"\n", max(0, target - position))
+                if cut < 0:
+                    break
+                boundary = position + cut + 1
+                if boundary < size:
+                    ranges.append((start, boundary, first_line))
+                    start, first_line = boundary, lines + block.count(b"\n", 0, cut + 1) + 1
+                target = boundary + piece_bytes
+            lines += block.count(b"\n")
+            position += len(block)
+    ranges.append((start, size, first_line))
+    return ranges

@@ -435,26 +435,61 @@ def _run_here(run: CheckRun, paths: list[Path], progress) -> int:
 
 
 def import_traces(rubric, paths: list[Path], trace_format: str | None) -> int:
-    """``admiss import``: the explained bundle of every trace in ``paths``; the exit code."""
-    many = len(paths) > 1 or any(p.suffix == ".jsonl" for p in paths)
+    """``admiss import``: the explained bundle of every run of every trace in ``paths``; the
+    exit code. A file of many runs (an eval set's cases, an Inspect log's samples) gives one
+    bundle per run, in order, each naming its run (``trace.run``)."""
+    from admiss.errors import TraceError
+    from admiss.traces.build import located
+    from admiss.traces.mapping import explained_bundle
+    from admiss.traces.read import read_traces
+
+    many = len(paths) > 1 or any(p.suffix in (".jsonl", ".eval") for p in paths)
     exit_code = EXIT_PASS
-    for unit in units_of(paths):
-        try:
-            if isinstance(unit, AdmissError):
-                raise unit
-            path, number, text = unit
-            name = f"{path}:{number}" if number else path
-            if number:
-                text = _line_text(text, path, number)
-            explained = rubric.import_trace(parse_bundle_text(text, path, number - 1 if number else 0),
-                                            name, trace_format)
-        except AdmissError as error:
-            sys.stdout.flush()
-            sys.stderr.write(error.render() + "\n")
-            exit_code = EXIT_BAD_INPUT
-            continue
-        sys.stdout.buffer.write((dumps_line if many else dumps_indented)(explained) + b"\n")
+    for unit in _trace_units(paths):
+        if isinstance(unit, AdmissError):
+            runs: list = [(None, unit)]
+        else:
+            name, value, text, line_offset = unit
+            runs = [(run, located(read, text, line_offset) if isinstance(read, TraceError) else read)
+                    for run, read in read_traces(value, name, trace_format)]
+        for run, read in runs:
+            if isinstance(read, AdmissError):
+                sys.stdout.flush()
+                sys.stderr.write(read.render() + "\n")
+                exit_code = EXIT_BAD_INPUT
+                continue
+            explained = explained_bundle(rubric.compiled.mapping, read)
+            if len(runs) > 1 or "#" in run:
+                explained["trace"]["run"] = run
+            sys.stdout.buffer.write((dumps_line if many or len(runs) > 1 else dumps_indented)(explained) + b"\n")
     return exit_code
+
+
+def _trace_units(paths: list[Path]) -> Iterator[tuple[str, Any, str, int] | AdmissError]:
+    """Each trace file, .jsonl line and .eval sample: its name, JSON value, text and the
+    line its text starts after (to locate errors); an error in its place."""
+    from admiss.traces.inspect_eval import eval_file_samples
+
+    for path in paths:
+        if path.suffix == ".eval":
+            try:
+                yield from eval_file_samples(path)
+            except AdmissError as error:
+                yield error
+            continue
+        for unit in units_of([path]):
+            if isinstance(unit, AdmissError):
+                yield unit
+                continue
+            path_name, number, text = unit
+            name = f"{path_name}:{number}" if number else path_name
+            if number:
+                text = _line_text(text, path_name, number)
+            try:
+                yield name, parse_bundle_text(text, path_name, number - 1 if number else 0), text, \
+                    number - 1 if number else 0
+            except AdmissError as error:
+                yield error
 
 
 def _regular_file(path: Path) -> bool:

@@ -13,13 +13,14 @@ from typing import Any, Callable
 
 from admiss.collector import collector_paused
 from admiss.errors import Diagnostic, TraceError, did_you_mean
-from admiss.traces import adk, anthropic, openai_chat, openai_responses, otel_genai
+from admiss.traces import adk, agents_sdk, anthropic, api_response, inspect_eval, openai_chat, openai_responses, otel_genai
 from admiss.traces.steps import Trace
 
 # B020: the value matches no format. B024: an unknown format name. B025: nested too deeply.
 NO_FORMAT, UNKNOWN_FORMAT, TOO_DEEP = "B020", "B024", "B025"
 
-FORMATS: dict[str, ModuleType] = {module.NAME: module for module in (openai_chat, openai_responses, anthropic, otel_genai, adk)}
+FORMATS: dict[str, ModuleType] = {module.NAME: module for module in (
+    inspect_eval, agents_sdk, openai_chat, openai_responses, anthropic, otel_genai, adk, api_response)}
 FORMAT_NAMES: tuple[str, ...] = tuple(FORMATS)
 
 
@@ -35,17 +36,24 @@ def read_trace(value: Any, name: str = "<input>", format: str | None = None) -> 
 
 def read_traces(value: Any, name: str = "<input>", format: str | None = None) -> list[tuple[str, Trace | TraceError]]:
     """Every run ``value`` holds, each with its name: the one trace of most values, or one
-    per eval case of an ADK eval set (named ``name#eval_cases[i]``). A run that cannot be
-    read has its TraceError in place of its Trace; the others are still read."""
+    per run of a file of many (an ADK eval set's cases, named ``name#eval_cases[i]``; an
+    Inspect log's samples; a JSON array of runs). A run that cannot be read has its
+    TraceError in place of its Trace; the others are still read."""
     try:
         module = format_module(format, name) if format is not None else detect(value, name)
     except TraceError as error:
         return [(name, error)]
-    cases = adk.eval_cases(value) if module is adk else None
-    if cases is None:
+    if module is adk:
+        cases = adk.eval_cases(value)
+        if cases is not None:
+            return [(f"{name}#{path}", _or_error(partial(adk.read_case, path=path), case, f"{name}#{path}"))
+                    for path, case in cases]
+    runs = getattr(module, "runs", None)
+    found = runs(value) if runs is not None else None
+    if found is None:
         return [(name, _or_error(module.read, value, name))]
-    return [(f"{name}#{path}", _or_error(partial(adk.read_case, path=path), case, f"{name}#{path}"))
-            for path, case in cases]
+    return [(f"{name}#{path}", _or_error(lambda _, run_name, read=read: read(run_name), None, f"{name}#{path}"))
+            for path, read in found]
 
 
 def _or_error(read: Callable[[Any, str], Trace], value: Any, name: str) -> Trace | TraceError:

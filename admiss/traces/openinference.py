@@ -107,7 +107,7 @@ def _llm(steps: Steps, attributes: dict, ref: StepRef, name: str) -> None:
         message = given[i]
         at = StepRef(NAME, f"{ref.path}.attributes[\"llm.input_messages.{i}\"]", i, span_id=ref.span_id)
         role = message.get("message.role")
-        if role in _ROLES:
+        if type(role) is str and role in _ROLES:
             text = _text(message)
             steps.add(Step(_ROLES[role], at, text=text)) if text else steps.skip(at, f"{role} message with no text")
         elif role == "tool":

@@ -439,7 +439,7 @@ def import_traces(rubric, paths: list[Path], trace_format: str | None) -> int:
     exit code. A file of many runs (an eval set's cases, an Inspect log's samples) gives one
     bundle per run, in order, each naming its run (``trace.run``)."""
     from admiss.errors import TraceError
-    from admiss.traces.build import located
+    from admiss.traces.build import located, located_in_lines
     from admiss.traces.mapping import explained_bundle
     from admiss.traces.read import read_traces
 
@@ -449,8 +449,10 @@ def import_traces(rubric, paths: list[Path], trace_format: str | None) -> int:
         if isinstance(unit, AdmissError):
             runs: list = [(None, unit)]
         else:
-            name, value, text, line_offset = unit
-            runs = [(run, located(read, text, line_offset) if isinstance(read, TraceError) else read)
+            name, value, text, where = unit
+            locate = partial(located_in_lines, text=text, starts=where) if isinstance(where, list) else \
+                partial(located, text=text, line_offset=where)
+            runs = [(run, locate(read) if isinstance(read, TraceError) else read)
                     for run, read in read_traces(value, name, trace_format)]
         for run, read in runs:
             if isinstance(read, AdmissError):
@@ -465,17 +467,23 @@ def import_traces(rubric, paths: list[Path], trace_format: str | None) -> int:
     return exit_code
 
 
-def _trace_units(paths: list[Path]) -> Iterator[tuple[str, Any, str, int] | AdmissError]:
-    """Each trace file, .jsonl line and .eval sample: its name, JSON value, text and the
-    line its text starts after (to locate errors); an error in its place."""
+def _trace_units(paths: list[Path]) -> Iterator[tuple[str, Any, str, int | list[int]] | AdmissError]:
+    """Each trace file, .jsonl line, .eval sample and event log (a .jsonl file that is one
+    run): its name, JSON value, text, and where the text stands in the file (the line it
+    starts after; for an event log, the line each of its values starts at), to locate
+    errors; an error in its place."""
     from admiss.traces.inspect_eval import eval_file_samples
 
     for path in paths:
-        if path.suffix == ".eval":
-            try:
+        try:
+            if path.suffix == ".eval":
                 yield from eval_file_samples(path)
-            except AdmissError as error:
-                yield error
+                continue
+            if path.suffix == ".jsonl" and _is_event_log(path):
+                yield _event_log(path)
+                continue
+        except AdmissError as error:
+            yield error
             continue
         for unit in units_of([path]):
             if isinstance(unit, AdmissError):
@@ -490,6 +498,32 @@ def _trace_units(paths: list[Path]) -> Iterator[tuple[str, Any, str, int] | Admi
                     number - 1 if number else 0
             except AdmissError as error:
                 yield error
+
+
+def _is_event_log(path: Path) -> bool:
+    """Whether the .jsonl file at ``path`` is one run's event log (a Claude Code session),
+    by its first non-blank line."""
+    from admiss.traces.read import is_event_log
+
+    with reading(path), path.open("rb") as lines:
+        for line in lines:
+            if line.strip():
+                try:
+                    return is_event_log(parse_bundle_text(_line_text(line, str(path), 1), str(path)))
+                except AdmissError:
+                    return False
+    return False
+
+
+def _event_log(path: Path) -> tuple[str, list, str, list[int]]:
+    """An event log's lines' values, its text and the line each value starts at."""
+    name, text = str(path), read_text(path)
+    values, starts = [], []
+    for number, line in enumerate(text.split("\n"), start=1):
+        if line.strip():
+            values.append(parse_bundle_text(line, name, number - 1))
+            starts.append(number)
+    return name, values, text, starts
 
 
 def _regular_file(path: Path) -> bool:

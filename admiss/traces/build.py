@@ -322,3 +322,21 @@ def _item(text: str, position: int, index: int) -> int | None:
             return None
         position = _skip_blanks(text, position + 1)
     return None if text[position] == "]" else position
+
+
+def located_in_lines(error: TraceError, text: str, starts: list[int]) -> TraceError:
+    """``error`` of an event log read as the array of its lines' values (``$[i]`` is the
+    i-th non-blank line, which starts at line ``starts[i]`` of the file's ``text``), each
+    reader diagnostic given the line and column where its path stands."""
+    lines = text.split("\n")
+    diagnostics = []
+    for diagnostic in error.diagnostics:
+        path = diagnostic.message.split(": ", 1)[0]
+        match = re.match(r"\$\[(\d+)\]", path) if diagnostic.code in _LOCATED else None
+        if match is not None and int(match.group(1)) < len(starts):
+            number = starts[int(match.group(1))]
+            offset = json_offset(lines[number - 1], "$" + path[match.end():])
+            if offset is not None:
+                diagnostic = attrs.evolve(diagnostic, span=Span.point(number, offset + 1))
+        diagnostics.append(diagnostic)
+    return TraceError(diagnostics, Source(diagnostics[0].file or "<input>", text))

@@ -147,6 +147,19 @@ def _member_path(path: str, key: str) -> str:
     return f"{path or '$'}[{json.dumps(key)}]"
 
 
+def repeated_key(text: str, value: Any) -> str | None:
+    """The JSON path of the first key repeated within one object of JSON ``text`` (whose
+    decoded value is ``value``), "$" when it is nested too deeply to tell; else None. For
+    JSON inside a trace (a tool's result, an attribute's text), where the same rule holds."""
+    if not _may_repeat_keys(text, value):
+        return None
+    try:
+        found = _RepeatedKeys(text).first(0, "")
+    except (RecursionError, ValueError, _LongInteger):  # too deep to walk, or a number too long: unproven
+        return "$"
+    return found[0] if found is not None else None
+
+
 def _refuse_repeated_keys(text: str | bytes, name: str, line_offset: int) -> None:
     """BundleError B008 at the first key repeated within one object of ``text``, if any."""
     shown = _shown_text(text)

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import json
 import re
+from collections import deque
 from typing import Any, Iterator, NoReturn
 
 import attrs
 
-from admiss.bundle import TYPE_WORDS, type_word
+from admiss.bundle import TYPE_WORDS, repeated_key, type_word
 from admiss.errors import Diagnostic, TraceError
 from admiss.source import Source, Span
 from admiss.traces.steps import (
-    ASSISTANT_TEXT, BAD_ARGS, ERROR, FINAL_ANSWER, NO_RESULT, OK, TOOL_CALL, Skipped, Step, StepRef, Trace, loads_json,
-    result_value,
+    ASSISTANT_TEXT, BAD_ARGS, ERROR, FINAL_ANSWER, NO_RESULT, OK, REASONING, TOOL_CALL, Skipped, Step, StepRef, Trace, loads_json,
+    result_value, visible_start,
 )
 
 # B021: a value of the wrong type, or a field missing, inside a recognised format.
@@ -95,38 +96,86 @@ def parse_arguments(value: Any) -> tuple[Any, bool]:
 
 
 def text_error(text: str) -> str | None:
-    """``error_in`` of the result whose text is ``text``, reading the text as JSON only when
-    it could hold an error: an object's ``error`` key or ``"error"`` status must be written
-    with those letters, or with an escape (a backslash, found faster than ``\\u``)."""
-    head = text[:1]
-    if head.isspace():
-        head = text.lstrip()[:1]
-    if (head == "{" or head == "[") and "error" not in text and "\\" not in text:
-        return None
-    return error_in(result_value(text))
+    """``error_in`` of the result whose text is ``text``, reading the text as JSON when it
+    is an object or array (a JSON text that gives one key twice in an object is an error:
+    which of the two a reader believes is the reading that could pass a failed call)."""
+    start = visible_start(text)
+    head = text[start:start + 1]
+    if head != "{" and head != "[":
+        return error_in(text)
+    try:
+        value = loads_json(text[start:])
+    except RecursionError:
+        return error_in(text)
+    except ValueError:
+        try:  # an integer too long for int(): its digits still say nothing of an error
+            value = json.loads(text[start:], parse_int=str)
+        except (ValueError, RecursionError):  # not JSON after all: read as text
+            return error_in(text)
+    repeated = repeated_key(text[start:], value)
+    if repeated is not None:
+        return f"the result's JSON gives the key at {repeated} twice (read as a failure)"
+    return error_in(value)
 
 
+# The texts that producers put in place of a failed tool's output. The OpenAI Agents SDK's
+# default failure_error_function answers every exception with the first (its arguments'
+# JSON error with the second), and a call a person did not approve with the third.
+FAILURE_TEXTS = (
+    "an error occurred while running the tool",
+    "an error occurred while parsing tool arguments",
+    "tool execution was not approved",
+)
+# ADK's ReflectAndRetryToolPlugin answers a tool's exception with this response_type.
+_ADK_RETRY_ANSWER = "ERROR_HANDLED_BY_REFLECT_AND_RETRY_PLUGIN"
 def error_in(result: Any) -> str | None:
     """Why a tool result is an error, for formats that have no error flag; else None.
 
-    A result is an error when it is a JSON object with a non-empty ``error`` field, or with
-    ``"status": "error"``; or text whose first word is ``error`` in any case, ended by
-    anything but a letter, digit or underscore (``Error: ...``, ``ERROR 404``, ``error``;
-    not ``Errors: 0``).
+    A result is an error when it is a JSON object with a non-empty ``error`` field, with
+    ``"status": "error"`` (any case), with an MCP ``isError`` (or ``is_error``) of true,
+    or with ADK's retry plugin's ``response_type``; when it is an object whose only field
+    ``result`` (ADK's wrapping of a tool's plain return value) is such a text; or when it is
+    text whose first word (past blanks and invisible characters) is ``error`` in any case,
+    ended by anything but a letter, digit or underscore (``Error: ...``, ``ERROR 404``,
+    ``error``; not ``Errors: 0``), or that starts with one of ``FAILURE_TEXTS``.
     """
     if isinstance(result, dict):
-        error = result.get("error")
-        if error not in (None, False, "", {}, []):
-            return short(error if isinstance(error, str) else json.dumps(error, ensure_ascii=False))
-        if result.get("status") == "error":
-            reason = result.get("error_message") or result.get("message")
-            return short(reason) if isinstance(reason, str) else "status: error"
-        return None
+        return _object_error(result)
     if isinstance(result, str):
-        head = result.lstrip()[:6]
-        if head[:5].lower() == "error" and (len(head) == 5 or not (head[5].isalnum() or head[5] == "_")):
-            return short(result.strip())
+        start = visible_start(result)
+        head = result[start:start + 48].lower()
+        if head[:5] == "error" and (len(head) == 5 or not (head[5].isalnum() or head[5] == "_")) or \
+                head.startswith(FAILURE_TEXTS):
+            return short(result[start:].strip())
     return None
+
+
+def _object_error(result: dict) -> str | None:
+    error = result.get("error")
+    if error not in (None, False, "", {}, []):
+        return short(error if isinstance(error, str) else json.dumps(error, ensure_ascii=False))
+    status = result.get("status")
+    if isinstance(status, str) and status.lower() == "error":
+        reason = result.get("error_message") or result.get("message")
+        return short(reason) if isinstance(reason, str) else "status: error"
+    if result.get("isError") is True or result.get("is_error") is True:
+        return short(_content_text(result.get("content")) or "isError: true")
+    if result.get("response_type") == _ADK_RETRY_ANSWER:
+        details = result.get("error_details") or result.get("error_type")
+        return short(details) if isinstance(details, str) else "the tool raised an error"
+    if len(result) == 1 and isinstance(result.get("result"), str):
+        return error_in(result["result"])
+    return None
+
+
+def _content_text(content: Any) -> str:
+    """The text items of an MCP result's ``content``, joined."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return " ".join(item["text"] for item in content
+                    if isinstance(item, dict) and isinstance(item.get("text"), str))
 
 
 def short(text: str) -> str:
@@ -140,14 +189,22 @@ class Steps:
     A tool call is its Step from the start: its result, error and outcome are filled in
     when its result is read (an open call has no outcome yet), and ``trace`` settles the
     calls that got none.
+
+    Pairing results with calls (docs/traces.md, "Pairing results with calls"): a result
+    answers the open (unanswered) call with its id; an id may be used again once its call
+    is answered. When several calls with one id are open, a result that names a tool
+    answers the one open call of that tool; any other case of several open calls is
+    ambiguous and refused (B023). A result with no id answers the earliest open call of
+    its tool. Every look-up is by a dict and queues, so a trace is read in linear time.
     """
 
     def __init__(self, format: str, name: str):
         self.format, self.name = format, name
         self.items: list[Step] = []
         self.skipped: list[Skipped] = []
-        self.calls: dict[str, Step] = {}
+        self.calls: dict[str, list[Step]] = {}  # the calls with each id, in order
         self.tool_calls: list[Step] = []
+        self._by_tool: dict[str | None, deque[Step]] = {}  # the calls of each tool, answered ones dropped lazily
 
     def add(self, step: Step) -> None:
         """A step that is not a tool call."""
@@ -171,14 +228,20 @@ class Steps:
         """A tool call with its ``arguments`` as the source gives them (JSON text, read by
         ``parse_arguments``, or a value); ``call_id`` (at ``id_key`` under the call's
         element) is how its result will name it."""
-        if call_id in self.calls:
-            fail(self.name, _under(ref, id_key), f"a second tool call with id '{call_id}'", TWICE,
-                 hint="each tool call needs its own id, so its result can name it")
         args, parsed = parse_arguments(arguments)
         call = Step(TOOL_CALL, ref, None, tool_name, args, parsed,
                     args_text=arguments if type(arguments) is str else None)
         if call_id is not None:  # a call with no id is answered by its tool name
-            self.calls[call_id] = call
+            same = self.calls.get(call_id)
+            if same is None:
+                self.calls[call_id] = [call]
+            else:
+                same.append(call)
+        queue = self._by_tool.get(tool_name)
+        if queue is None:
+            self._by_tool[tool_name] = deque((call,))
+        else:
+            queue.append(call)
         self.items.append(call)
         self.tool_calls.append(call)
         return call
@@ -188,26 +251,44 @@ class Steps:
         return call_id in self.calls
 
     def is_open(self, call_id: str) -> bool:
-        """Whether the call ``call_id`` was made and has no result yet."""
-        call = self.calls.get(call_id)
-        return call is not None and call.outcome is None
+        """Whether a call with id ``call_id`` was made and has no result yet."""
+        return any(call.outcome is None for call in reversed(self.calls.get(call_id, ())))
 
     def answer(self, call_id: str | None, result: Any, error: str | None, ref: StepRef, id_key: str,
-               tool_name: str | None = None, from_text: bool = False) -> None:
+               tool_name: str | None = None, from_text: bool = False) -> Step:
         """The result of the open call ``call_id`` (or, with no id, the earliest unanswered
         call of ``tool_name``), found at ``ref`` with its id at ``id_key`` under it;
         ``error`` says why it is an error result, if it is one.
         With ``from_text``, ``result`` is the result's text, read by ``result_value`` when
-        the step's result is first used."""
-        call = self.calls.get(call_id) if call_id is not None else self._unanswered(tool_name)
+        the step's result is first used. Returns the call it answers."""
+        call = self._open_call(call_id, tool_name, ref, id_key) if call_id is not None else self._unanswered(tool_name)
         if call is None:
             fail(self.name, _under(ref, id_key), f"a tool result for no tool call before it (id '{call_id}')"
                  if call_id is not None else f"a tool result for no unanswered call of '{tool_name}' before it",
                  DANGLING, hint="a result must come after the tool call it answers, naming the call's id")
-        if call.outcome is not None:
-            fail(self.name, _under(ref, id_key), f"tool call '{call_id or tool_name}' is answered twice", TWICE,
-                 hint=f"its first result is at {(call.result_ref or call.ref).path}")
         self.resolve(call, result, error, ref, from_text)
+        return call
+
+    def _open_call(self, call_id: str, tool_name: str | None, ref: StepRef, id_key: str) -> Step | None:
+        """The one open call that a result naming ``call_id`` (and ``tool_name``) answers."""
+        same = self.calls.get(call_id)
+        if same is None:
+            return None
+        last = same[-1]
+        if last.outcome is None and (len(same) == 1 or same[-2].outcome is not None):
+            return last  # the common case: the id's one open call is its latest
+        open_calls = [call for call in same if call.outcome is None]
+        if not open_calls:
+            fail(self.name, _under(ref, id_key), f"tool call '{call_id}' is answered twice", TWICE,
+                 hint=f"its first result is at {(last.result_ref or last.ref).path}")
+        if len(open_calls) > 1 and tool_name is not None:
+            open_calls = [call for call in open_calls if call.tool_name == tool_name] or open_calls
+        if len(open_calls) > 1:
+            fail(self.name, _under(ref, id_key), f"{len(open_calls)} unanswered tool calls have the id '{call_id}': "
+                 "which one this result answers is ambiguous", TWICE,
+                 hint="each call that is open at once needs its own id (the calls are at "
+                      + ", ".join(call.ref.path for call in open_calls) + ")")
+        return open_calls[0]
 
     @staticmethod
     def resolve(call: Step, result: Any, error: str | None, ref: StepRef | None, from_text: bool = False) -> None:
@@ -220,13 +301,21 @@ class Steps:
         else:
             call._result = result
 
+    def no_result(self, call: Step, ref: StepRef, reason: str) -> None:
+        """Close ``call``: its answer, at ``ref``, carries no result (``reason`` says how)."""
+        call.outcome, call.error, call.result_ref = NO_RESULT, reason, ref
+
     def _unanswered(self, tool_name: str | None) -> Step | None:
         """The earliest unanswered call of ``tool_name``."""
-        return next((call for call in self.tool_calls if call.outcome is None and call.tool_name == tool_name), None)
+        queue = self._by_tool.get(tool_name)
+        while queue and queue[0].outcome is not None:
+            queue.popleft()
+        return queue[0] if queue else None
 
     def trace(self, model: str | None = None) -> Trace:
         """The Trace: calls that got no result, or whose arguments do not parse, say so;
-        the last assistant text is the final answer."""
+        a run whose last step is the agent's own text has that text as its final answer
+        (a run that ends on a tool call, or on the user's turn, has none)."""
         for call in self.tool_calls:
             if not call.args_parsed:  # whatever came back: the call itself was broken
                 call.outcome, call.error = BAD_ARGS, "arguments are not valid JSON"
@@ -234,10 +323,12 @@ class Steps:
                 call.outcome, call.error = NO_RESULT, "no result"
         steps = self.items
         for i in range(len(steps) - 1, -1, -1):
+            if steps[i].type == REASONING:
+                continue  # thinking after the answer does not take the answer back
             if steps[i].type == ASSISTANT_TEXT:
                 last = steps[i]
                 steps[i] = Step(FINAL_ANSWER, last.ref, text=last.text)
-                break
+            break
         return Trace(self.format, tuple(steps), model if isinstance(model, str) else None, tuple(self.skipped))
 
 

@@ -146,7 +146,7 @@ class _Reading:
         call_id = attributes.get("gen_ai.tool.call.id")
         call_id = call_id if isinstance(call_id, str) else None
         ref = StepRef(NAME, where, tool_call_id=call_id, span_id=ref.span_id)
-        requested = call_id is not None and self.steps.has_call(call_id)  # by an earlier chat span's output
+        requested = call_id is not None and self.steps.is_open(call_id)  # by an earlier chat span's output
         if not requested:
             call = self.steps.call(ref, tool, attributes.get("gen_ai.tool.call.arguments"), call_id)
         has_result = "gen_ai.tool.call.result" in attributes

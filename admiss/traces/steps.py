@@ -8,6 +8,7 @@ never touches the mapping and the mapping never knows a format.
 from __future__ import annotations
 
 import json
+import unicodedata
 from typing import Any
 
 import attrs
@@ -124,19 +125,39 @@ _STEP_FIELDS = ("type", "ref", "text", "tool_name", "args", "args_parsed", "args
 
 
 def result_value(text: str) -> Any:
-    """A tool result's text, JSON-parsed when it is an object or array that parses.
+    """A tool result's text, JSON-parsed when it is an object or array that parses (past
+    blanks and invisible characters before it).
 
     Scalars stay text: a result reading ``null`` or ``true`` is still a result.
     """
     start = text[:1]
-    if start != "{" and start != "[" and start.isspace():
-        start = text.lstrip()[:1]
+    if start != "{" and start != "[":
+        at = visible_start(text)
+        start = text[at:at + 1]
+        if start == "{" or start == "[":
+            text = text[at:]
     if start == "{" or start == "[":
         try:
             return loads_json(text)
         except (ValueError, RecursionError):
             pass
     return text
+
+
+# Categories of characters that show nothing (a byte-order mark, zero-width spaces and
+# joiners, direction marks): before a result's first word they would hide an "Error:" or a
+# "{" from the rules that read it.
+_INVISIBLE = frozenset(("Cf", "Zs", "Zl", "Zp", "Cc"))
+
+
+def visible_start(text: str) -> int:
+    """Where the first character of ``text`` that shows stands (past blanks and invisible characters)."""
+    start = 0
+    # The first test answers for nearly every text, without a category look-up.
+    while start < len(text) and not text[start].isalnum() and (
+            text[start].isspace() or unicodedata.category(text[start]) in _INVISIBLE):
+        start += 1
+    return start
 
 
 def loads_json(text: str) -> Any:

@@ -78,7 +78,8 @@ def first_error(value):
 @pytest.mark.parametrize("value, message", [
     ({"messages": [use(), result("toolu_9")]}, "B022 messages[1].content[0].tool_use_id: a tool result for no tool "
                                                  "call before it (id 'toolu_9')"),
-    ({"messages": [use(), use()]}, "B023 messages[1].content[0].id: a second tool call with id 'toolu_1'"),
+    ({"messages": [use(), use(), result()]}, "B023 messages[2].content[0].tool_use_id: 2 unanswered tool calls have "
+                                             "the id 'toolu_1': which one this result answers is ambiguous"),
     ({"messages": [{"role": "tool", "content": "x"}]}, "B021 messages[0].role: unknown role 'tool'"),
     ({"messages": [{"role": "user", "content": 3}]},
      "B021 messages[0].content: must be a string or an array of blocks, not a number"),

@@ -118,7 +118,19 @@ def test_answered_twice_and_duplicate_ids():
              {"role": "tool", "tool_call_id": "c1", "content": "ok"}]
     assert error_of(twice) == ["t.json: B023 $[2].tool_call_id: tool call 'c1' is answered twice\n"
                                "  hint: its first result is at $[1]"]
-    assert error_of([call(), call()])[0].startswith("t.json: B023 $[1].tool_calls[0].id: a second tool call with id 'c1'")
+    # Two open calls with one id: a result for that id could answer either.
+    assert error_of([call(), call(), {"role": "tool", "tool_call_id": "c1", "content": "ok"}]) == [
+        "t.json: B023 $[2].tool_call_id: 2 unanswered tool calls have the id 'c1': which one this result answers is "
+        "ambiguous\n  hint: each call that is open at once needs its own id (the calls are at $[0].tool_calls[0], "
+        "$[1].tool_calls[0])"]
+
+
+def test_an_id_used_again_after_its_call_is_answered():
+    # GPT-4o and llama.cpp reuse ids: a result answers the latest open call with its id.
+    trace = read_trace([call(), {"role": "tool", "tool_call_id": "c1", "content": "first"}, call(),
+                        {"role": "tool", "tool_call_id": "c1", "content": "Error: second"}], "t.json")
+    assert [(s.result, s.outcome, s.result_ref.path) for s in trace.steps] == [
+        ("first", "ok", "$[1]"), ("Error: second", "error", "$[3]")]
 
 
 @pytest.mark.parametrize("value, message", [

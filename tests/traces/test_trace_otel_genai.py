@@ -91,13 +91,11 @@ def test_tool_span_outcomes(span, outcome, error):
     assert step.ref.path == f"{SPANS}[0]" and step.ref.span_id == "s1"
 
 
-def test_two_tool_spans_for_one_call_id():
+def test_two_tool_spans_for_one_call_id_are_two_calls():
+    # ADK numbers tool-call ids per model response, so an id comes back once answered.
     result = {"gen_ai.tool.call.id": {"stringValue": "c1"}, "gen_ai.tool.call.result": {"stringValue": "ok"}}
-    with pytest.raises(TraceError) as caught:
-        read_trace(export(tool_span("1", **result), tool_span("2", **result)), "t.json")
-    assert caught.value.render() == (
-        f"t.json: B023 {SPANS}[1].attributes: tool call 'c1' is answered twice\n"
-        f"  hint: its first result is at {SPANS}[0]")
+    steps = read_trace(export(tool_span("1", **result), tool_span("2", **result)), "t.json").steps
+    assert [(s.ref.path, s.outcome) for s in steps] == [(f"{SPANS}[0]", "ok"), (f"{SPANS}[1]", "ok")]
 
 
 def test_structured_values_and_results_on_events():

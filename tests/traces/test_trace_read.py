@@ -232,3 +232,16 @@ def test_a_step_reference_is_a_value():
     first, again = StepRef("openai_chat", "messages[2]", 2, "call_1"), StepRef("openai_chat", "messages[2]", 2, "call_1")
     assert first == again and hash(first) == hash(again) and {first: "seen"}[again] == "seen"
     assert first != StepRef("openai_chat", "messages[2]", 2, "call_2")
+
+
+def test_only_a_run_that_ends_on_the_agents_text_has_a_final_answer():
+    call = {"role": "assistant", "content": "I'll look up the weather.", "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}]}
+    result = {"role": "tool", "tool_call_id": "c1", "content": "sunny"}
+    ended_on_a_result = read_trace([{"role": "user", "content": "weather?"}, call, result], "t.json")
+    assert ended_on_a_result.final_answer is None
+    assert [s.type for s in ended_on_a_result.steps] == ["user", "assistant_text", "tool_call"]
+    answered = read_trace([call, result, {"role": "assistant", "content": "It is sunny."}], "t.json")
+    assert answered.final_answer == "It is sunny."
+    assert read_trace([call, result, {"role": "assistant", "content": "sunny"}, {"role": "user", "content": "ok"}],
+                      "t.json").final_answer is None

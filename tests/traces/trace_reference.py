@@ -29,17 +29,37 @@ def accounted_paths(trace):
     return paths + [skip.ref.path for skip in trace.skipped]
 
 
+FAILURE_TEXTS = ("an error occurred while running the tool", "an error occurred while parsing tool arguments",
+                 "tool execution was not approved")
+
+
+def shown(text: str) -> str:
+    """``text`` from its first character that shows (past blanks and invisible characters)."""
+    return text.lstrip("".join(chr(c) for c in range(0x21)) + "\u00a0\u00ad\u200b\u200c\u200d\u200e\u200f"
+                       "\u2028\u2029\u202f\u2060\ufeff\u3000")
+
+
 def is_error(result) -> bool:
     """The documented rule for formats without an error flag."""
     if isinstance(result, dict):
-        return result.get("error") not in (None, False, "", {}, []) or result.get("status") == "error"
-    return isinstance(result, str) and ERROR_WORD.match(result) is not None
+        status = result.get("status")
+        return (result.get("error") not in (None, False, "", {}, [])
+                or isinstance(status, str) and status.lower() == "error"
+                or result.get("isError") is True or result.get("is_error") is True
+                or result.get("response_type") == "ERROR_HANDLED_BY_REFLECT_AND_RETRY_PLUGIN"
+                or list(result) == ["result"] and is_error_text(result["result"]))
+    return is_error_text(result)
+
+
+def is_error_text(text) -> bool:
+    return isinstance(text, str) and (ERROR_WORD.match(shown(text)) is not None
+                                      or shown(text).lower().startswith(FAILURE_TEXTS))
 
 
 def parsed_result(text: str):
-    if text.strip().startswith(("{", "[")):
+    if shown(text).startswith(("{", "[")):
         try:
-            return json.loads(text)
+            return json.loads(shown(text))
         except ValueError:
             return text
     return text
@@ -75,10 +95,10 @@ def text_row(kind, path, text):
 
 
 def with_final_answer(rows):
-    for i in range(len(rows) - 1, -1, -1):
-        if rows[i][0] == "assistant_text":
-            rows[i] = ("final_answer",) + rows[i][1:]
-            break
+    """The last row is the final answer when it is the agent's text (reasoning after it aside)."""
+    said = [i for i, row in enumerate(rows) if row[0] != "reasoning"]
+    if said and rows[said[-1]][0] == "assistant_text":
+        rows[said[-1]] = ("final_answer",) + rows[said[-1]][1:]
     return rows
 
 

@@ -61,13 +61,15 @@ class _RunSteps(Steps):
 def read(value: Any, name: str) -> Trace:
     """The Trace of LangChain messages or LangSmith runs; TraceError where they break."""
     steps = _RunSteps(NAME, name)
+    if not isinstance(value, dict):
+        typed(value, list, name, "$")
     if isinstance(value, dict) or value and isinstance(value[0], dict) and "run_type" in value[0]:
         runs = _flat([value] if isinstance(value, dict) else value, "$" if isinstance(value, dict) else None, name)
         runs.sort(key=lambda run: run[:2])
         for _, _, run, where in runs:
             _run(steps, run, where, name)
     else:
-        for i, item in enumerate(typed(value, list, name, "$")):
+        for i, item in enumerate(value):
             kind, data, at = _message(item, name, f"$[{i}]")
             _read_message(steps, kind, data, at, StepRef(NAME, f"$[{i}]", i), name)
     return steps.trace(steps.model)

@@ -23,7 +23,8 @@ def test_the_sample_session_reads_its_calls_and_the_answer():
     trace = read_trace(lines(PUBLIC / "claude_code_representative.jsonl"))
     assert trace.format == "claude_code" and trace.model == "claude-3-sonnet-20240229"
     assert [(s.tool_name, s.outcome) for s in trace.steps if s.type == "tool_call"] == [("Edit", "ok"), ("Bash", "ok")]
-    assert trace.final_answer.startswith("Perfect! As you can see, the `@repeat(3)` decorator")
+    assert trace.steps[-2].text.startswith("Perfect! As you can see, the `@repeat(3)` decorator")
+    assert trace.final_answer is None  # the session ends on the user's turn, not on the agent's text
     assert [s.reason for s in trace.skipped] == ["summary line"]
 
 

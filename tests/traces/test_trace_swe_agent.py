@@ -53,6 +53,12 @@ def test_an_ordinary_observation_is_not_an_error():
     assert read_trace(run("The command 'x' is fine")).steps[1].outcome == "ok"
 
 
+def test_a_run_that_did_not_submit_has_no_answer_and_says_why():
+    trace = read_trace(run("ok", status="exit_cost", last="ls"))
+    assert trace.final_answer is None
+    assert [s.reason for s in trace.skipped] == ["the run ended with exit status 'exit_cost', no submission"]
+
+
 def test_a_broken_step_is_a_located_error():
     with pytest.raises(TraceError) as raised:
         read_trace({"trajectory": [{"action": "ls", "observation": 3}]}, "t.traj")

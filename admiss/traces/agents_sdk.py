@@ -18,22 +18,21 @@ response's id (the Responses API keeps the content), so a run on a Responses mod
 its tool calls but no text. Other spans (agent, turn, handoff, guardrail) are skipped.
 
 Errors: a tool whose function raised gets, from the SDK's default ``failure_error_function``,
-the output ``FAILURE_TEXT`` in place of its result; a function span with an ``error`` is an
-error (its ``data.error``, else its ``message``). Any other output is judged by the rule
-for formats without an error flag.
+its failure text in place of its result ("An error occurred while running the tool. Please
+try again.", one of ``build.FAILURE_TEXTS``), an error by the rule for formats without an
+error flag, which judges every output; a function span with an ``error`` is an error (its
+``message`` and ``data.error``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from admiss.traces.build import Steps, fail, field, short, text_error, type_word, typed
+from admiss.traces.build import FAILURE_TEXTS, Steps, fail, field, short, text_error, type_word, typed
 from admiss.traces.openai_responses import _reasoning_text, _text
 from admiss.traces.steps import ASSISTANT_TEXT, REASONING, SYSTEM, USER, Step, StepRef, Trace
 
 NAME = "agents_sdk"
-# agents.tool.default_tool_error_function: what the model (and the items) get when a tool raises.
-FAILURE_TEXT = "An error occurred while running the tool. Please try again."
 _ROLES = {"system": SYSTEM, "developer": SYSTEM, "user": USER, "assistant": ASSISTANT_TEXT}
 _STATE_KEYS = (("original_input", "generated_items", "raw_item"), ("originalInput", "generatedItems", "rawItem"))
 
@@ -65,7 +64,7 @@ def _sdk_mark(item: dict) -> bool:
     """Whether a run item shows it came from the SDK, not from a Responses API request."""
     return "type" not in item or "provider_data" in item or (
         item.get("type") == "function_call_output" and isinstance(item.get("output"), str)
-        and item["output"].strip() == FAILURE_TEXT)
+        and item["output"].strip().lower().startswith(FAILURE_TEXTS))
 
 
 def _export_mismatch(objects: list, base: str) -> tuple[str, str] | None:
@@ -100,13 +99,6 @@ def read(value: Any, name: str) -> Trace:
         for i, item in enumerate(value):
             _item(steps, typed(item, dict, name, f"$[{i}]"), i, f"$[{i}]", name)
     return steps.trace(steps.model)
-
-
-def tool_error(text: str) -> str | None:
-    """Why a tool's output is an error: the SDK's failure text, or the generic rule."""
-    if text.strip() == FAILURE_TEXT:
-        return "the tool raised (the SDK's default failure text)"
-    return text_error(text)
 
 
 # ---------------------------------------------------------------- items and RunState
@@ -147,7 +139,7 @@ def _item(steps: _RunSteps, item: dict, i: int, where: str, name: str) -> None:
     elif kind == "function_call_output":
         call_id = field(item, "call_id", str, name, where)
         text = _text(item.get("output"), name, f"{where}.output")
-        steps.answer(call_id, text, tool_error(text), StepRef(NAME, where, i, call_id), "call_id", from_text=True)
+        steps.answer(call_id, text, text_error(text), StepRef(NAME, where, i, call_id), "call_id", from_text=True)
     elif kind == "reasoning":
         text = _reasoning_text(item, name, where)
         steps.add(Step(REASONING, ref, text=text)) if text else steps.skip(ref, "reasoning with no readable text")
@@ -205,7 +197,7 @@ def _function(steps: _RunSteps, span: dict, data: dict, ref: StepRef, name: str)
     if error is not None:
         reason = _span_error(typed(error, dict, name, f"{ref.path}.error"))
     else:
-        reason = tool_error(text) if output is not None else None
+        reason = text_error(text) if output is not None else None
     if output is None and error is None:
         return  # no output recorded: the call stays without a result
     steps.resolve(call, text, reason, None, from_text=True)

@@ -305,6 +305,11 @@ class Steps:
         """Close ``call``: its answer, at ``ref``, carries no result (``reason`` says how)."""
         call.outcome, call.error, call.result_ref = NO_RESULT, reason, ref
 
+    def has_open_call_of(self, tool_name: str) -> bool:
+        """Whether a call of ``tool_name`` has no result yet (a span or run that executes a
+        tool without naming the call answers it)."""
+        return self._unanswered(tool_name) is not None
+
     def _unanswered(self, tool_name: str | None) -> Step | None:
         """The earliest unanswered call of ``tool_name``."""
         queue = self._by_tool.get(tool_name)

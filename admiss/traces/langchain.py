@@ -225,7 +225,7 @@ def _tool_run(steps: _RunSteps, run: dict, ref: StepRef, name: str) -> None:
     if type(error) is str and error:
         reason = short(_first_line(error))
     answered = output is not None or reason is not None
-    requested = steps.is_open(call_id) if call_id is not None else steps._unanswered(tool) is not None
+    requested = steps.is_open(call_id) if call_id is not None else steps.has_open_call_of(tool)
     if requested and answered:
         steps.answer(call_id, text, reason, ref, "", tool_name=tool, from_text=True)
     elif requested:

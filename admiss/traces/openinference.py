@@ -151,7 +151,7 @@ def _tool(steps: Steps, span: dict, attributes: dict, ref: StepRef, name: str) -
     text = output if type(output) is str else ("" if output is None else str(output))
     if error is None and has_output:
         error = text_error(text)
-    requested = steps.is_open(call_id) if call_id is not None else steps._unanswered(tool) is not None
+    requested = steps.is_open(call_id) if call_id is not None else steps.has_open_call_of(tool)
     if not requested:
         call = steps.call(ref, tool, attributes.get("input.value", "{}"), call_id)
         if error is not None or has_output:

@@ -60,7 +60,7 @@ def test_import_reads_a_session_file_as_one_run(admiss_cli, tmp_path):
     rubric.write_text(RUBRIC)
     ran = admiss_cli("import", "--rubric", rubric, PUBLIC / "claude_code_representative.jsonl")
     assert ran.code == 0, ran.err
-    bundle = json.loads(ran.out)  # one run: one indented bundle, not a line per event
+    [bundle] = [json.loads(line) for line in ran.out.splitlines()]  # one run, not a bundle per event
     assert bundle["trace"]["format"] == "claude_code"
     assert [e["source_label"] for e in bundle["evidence"] if e["kind"] == "procedurally_sound_tool_call"] == [
         "Edit", "Bash"]

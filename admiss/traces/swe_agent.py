@@ -43,9 +43,8 @@ def mismatch(value: Any) -> tuple[str, str] | None:
 def observation_error(text: str) -> str | None:
     """Why an observation says its command failed, or None."""
     start = text.lstrip()
-    for refusal in REFUSALS:
-        if start.startswith(refusal) and (refusal != "The command '" or _CANCELLED in start[:2000]):
-            return short(start.splitlines()[0])
+    if start.startswith(REFUSALS) and (not start.startswith("The command '") or _CANCELLED in start[:2000]):
+        return short(start.splitlines()[0])
     return text_error(text)
 
 

@@ -205,6 +205,8 @@ class Steps:
         self.calls: dict[str, list[Step]] = {}  # the calls with each id, in order
         self.tool_calls: list[Step] = []
         self._by_tool: dict[str | None, deque[Step]] = {}  # the calls of each tool, answered ones dropped lazily
+        self._open: dict[str, int] = {}  # how many calls with each id are unanswered
+        self._ids: dict[int, str] = {}  # the id of each call that has one, by the call's identity
 
     def add(self, step: Step) -> None:
         """A step that is not a tool call."""
@@ -237,6 +239,8 @@ class Steps:
                 self.calls[call_id] = [call]
             else:
                 same.append(call)
+            self._open[call_id] = self._open.get(call_id, 0) + 1
+            self._ids[id(call)] = call_id
         queue = self._by_tool.get(tool_name)
         if queue is None:
             self._by_tool[tool_name] = deque((call,))
@@ -252,7 +256,7 @@ class Steps:
 
     def is_open(self, call_id: str) -> bool:
         """Whether a call with id ``call_id`` was made and has no result yet."""
-        return any(call.outcome is None for call in reversed(self.calls.get(call_id, ())))
+        return self._open.get(call_id, 0) > 0
 
     def answer(self, call_id: str | None, result: Any, error: str | None, ref: StepRef, id_key: str,
                tool_name: str | None = None, from_text: bool = False) -> Step:
@@ -290,9 +294,10 @@ class Steps:
                       + ", ".join(call.ref.path for call in open_calls) + ")")
         return open_calls[0]
 
-    @staticmethod
-    def resolve(call: Step, result: Any, error: str | None, ref: StepRef | None, from_text: bool = False) -> None:
+    def resolve(self, call: Step, result: Any, error: str | None, ref: StepRef | None, from_text: bool = False
+                ) -> None:
         """Give ``call`` its result, found at ``ref`` (None: in the call's own element)."""
+        self._close(call)
         call.outcome = OK if error is None else ERROR
         call.error = error
         call.result_ref = ref
@@ -303,12 +308,18 @@ class Steps:
 
     def no_result(self, call: Step, ref: StepRef, reason: str) -> None:
         """Close ``call``: its answer, at ``ref``, carries no result (``reason`` says how)."""
+        self._close(call)
         call.outcome, call.error, call.result_ref = NO_RESULT, reason, ref
 
     def has_open_call_of(self, tool_name: str) -> bool:
         """Whether a call of ``tool_name`` has no result yet (a span or run that executes a
         tool without naming the call answers it)."""
         return self._unanswered(tool_name) is not None
+
+    def _close(self, call: Step) -> None:
+        call_id = self._ids.get(id(call))
+        if call.outcome is None and call_id is not None:
+            self._open[call_id] -= 1
 
     def _unanswered(self, tool_name: str | None) -> Step | None:
         """The earliest unanswered call of ``tool_name``."""

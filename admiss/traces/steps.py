@@ -130,15 +130,11 @@ def result_value(text: str) -> Any:
 
     Scalars stay text: a result reading ``null`` or ``true`` is still a result.
     """
-    start = text[:1]
-    if start != "{" and start != "[":
-        at = visible_start(text)
-        start = text[at:at + 1]
-        if start == "{" or start == "[":
-            text = text[at:]
+    at = 0 if text[:1] == "{" or text[:1] == "[" else visible_start(text)
+    start = text[at:at + 1]
     if start == "{" or start == "[":
         try:
-            return loads_json(text)
+            return loads_json(text[at:] if at else text)
         except (ValueError, RecursionError):
             pass
     return text

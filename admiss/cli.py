@@ -223,14 +223,16 @@ def _check_on_ray(address: str | None, bundles: List[Path], rubric: Optional[Pat
 
 @app.command("import")
 def import_(
-    traces: List[Path] = typer.Argument(..., metavar="TRACE...", help="Trace files: .json (one trace) or .jsonl (one per line)."),
+    traces: List[Path] = typer.Argument(..., metavar="TRACE...", help="Trace files: .json (one trace, or a file of runs such as an Inspect log), .jsonl (one per line, or one session's "
+                                  "events, as Claude Code writes), .eval (an Inspect log)."),
     rubric: Path = typer.Option(..., "--rubric", "-r", metavar="FILE", help="The .rubric source or IR .json whose MAP block applies."),
     trace: Optional[str] = typer.Option(None, "--trace", metavar="FORMAT", help="The traces' format [default: detected]."),
 ) -> None:
     """Print the bundle each trace makes: its evidence items, each with the MAP rule that made
     it, and the steps not offered as evidence and why.
 
-    One trace prints indented JSON; several (or a .jsonl file) print one JSON line each.
+    One trace prints indented JSON; several (a .jsonl or .eval file, a file of many runs) print
+    one JSON line each.
     Exit 0, or 2 when the rubric or a trace cannot be read (the other traces still print).
     """
     from admiss.api import load

@@ -1,33 +1,39 @@
-"""``admiss import``: the explained bundle each trace makes, one per trace read."""
+"""``admiss import``: the explained bundle each run makes, one per run read."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any, Iterator
 
 from admiss.bundle import parse_bundle_text
 from admiss.checkrun import EXIT_BAD_INPUT, EXIT_PASS
-from admiss.errors import AdmissError
+from admiss.errors import AdmissError, TraceError
+from admiss.files import reading
 from admiss.jsonio import dumps_indented, dumps_line
 from admiss.units import line_text, units_of
 
+# A trace unit: its name, JSON value, text, and where the text stands in its file (the line
+# it starts after; for an event log, the line each of its values starts at), to locate errors.
+TraceUnit = tuple[str, Any, str, "int | list[int]"]
+
 
 def import_traces(rubric, paths: list[Path], trace_format: str | None) -> int:
-    """``admiss import``: the explained bundle of every run in ``paths`` (a file of many runs
-    gives one per run, in order); the exit code."""
-    many = len(paths) > 1 or any(p.suffix == ".jsonl" for p in paths)
+    """``admiss import``: the explained bundle of every run in ``paths`` (a file of many runs,
+    an eval set's cases or an Inspect log's samples, gives one per run, in order); the exit code."""
+    from admiss.traces.build import located, located_in_lines
+
+    many = len(paths) > 1 or any(p.suffix in (".jsonl", ".eval") for p in paths)
     exit_code = EXIT_PASS
-    for unit in units_of(paths):
-        try:
-            if isinstance(unit, AdmissError):
-                raise unit
-            path, number, text = unit
-            name = f"{path}:{number}" if number else path
-            if number:
-                text = line_text(text, path, number)
-            runs = rubric.import_runs(parse_bundle_text(text, path, number - 1 if number else 0), name, trace_format)
-        except AdmissError as error:
-            runs = [(None, error)]
+    for unit in trace_units(paths):
+        if isinstance(unit, AdmissError):
+            runs: list = [(None, unit)]
+        else:
+            name, value, text, where = unit
+            runs = rubric.import_runs(value, name, trace_format)
+            locate = ((lambda error: located_in_lines(error, text, where)) if isinstance(where, list)
+                      else (lambda error: located(error, text, where)))
+            runs = [(run_name, locate(run) if isinstance(run, TraceError) else run) for run_name, run in runs]
         for run_name, run in runs:
             sys.stdout.flush()
             if isinstance(run, AdmissError):
@@ -36,6 +42,66 @@ def import_traces(rubric, paths: list[Path], trace_format: str | None) -> int:
                 continue
             for warning in run["trace"].get("warnings", ()):
                 sys.stderr.write(f"{run_name}: warning: {warning}\n")
+            if len(runs) > 1 or "#" in run_name:  # one of a file's many runs: name it
+                run["trace"]["run"] = run_name
             shown = {"run": run_name, **run} if len(runs) > 1 else run
             sys.stdout.buffer.write((dumps_line if many or len(runs) > 1 else dumps_indented)(shown) + b"\n")
     return exit_code
+
+
+def trace_units(paths: list[Path]) -> Iterator[TraceUnit | AdmissError]:
+    """Each trace file, .jsonl line, .eval sample and event log (a .jsonl file that is one
+    run's lines, a Claude Code session); an error in its place."""
+    from admiss.traces.inspect_eval import eval_file_samples
+
+    for path in paths:
+        try:
+            if path.suffix == ".eval":
+                yield from eval_file_samples(path)
+                continue
+            if path.suffix == ".jsonl" and _is_event_log(path):
+                yield _event_log(path)
+                continue
+        except AdmissError as error:
+            yield error
+            continue
+        for unit in units_of([path]):
+            if isinstance(unit, AdmissError):
+                yield unit
+                continue
+            path_name, number, text = unit
+            name = f"{path_name}:{number}" if number else path_name
+            try:
+                if number:
+                    text = line_text(text, path_name, number)
+                yield name, parse_bundle_text(text, path_name, number - 1 if number else 0), text, \
+                    number - 1 if number else 0
+            except AdmissError as error:
+                yield error
+
+
+def _is_event_log(path: Path) -> bool:
+    """Whether the .jsonl file at ``path`` is one run's event log, by its first non-blank line."""
+    from admiss.traces.read import is_event_log
+
+    with reading(path), path.open("rb") as lines:
+        for line in lines:
+            if line.strip():
+                try:
+                    return is_event_log(parse_bundle_text(line_text(line, str(path), 1), str(path)))
+                except AdmissError:
+                    return False
+    return False
+
+
+def _event_log(path: Path) -> TraceUnit:
+    """An event log's lines' values, its text and the line each value starts at."""
+    from admiss.api import read_text
+
+    name, text = str(path), read_text(path)
+    values, starts = [], []
+    for number, line in enumerate(text.split("\n"), start=1):
+        if line.strip():
+            values.append(parse_bundle_text(line, name, number - 1))
+            starts.append(number)
+    return name, values, text, starts

@@ -112,9 +112,93 @@ def _adk(k: int) -> Any:
     return {"id": f"session-{k}", "appName": "support", "events": events}
 
 
+def _agents_sdk(k: int) -> Any:
+    items = _openai_responses(k)["input"]
+    items[2]["provider_data"] = {"model": "gpt-4.1-mini"}  # the SDK's mark, as to_input_list() writes it
+    return items
+
+
+def _inspect(k: int) -> Any:
+    messages = []
+    for t in range(TURNS):
+        call = f"call_{k}_{t}"
+        messages += [
+            {"id": f"u{t}", "role": "user", "content": f"What is the status of booking NR-{k}-{t}?", "source": "input"},
+            {"id": f"a{t}", "role": "assistant", "content": "", "source": "generate", "tool_calls": [
+                {"id": call, "function": "lookup_booking", "arguments": {"booking_id": f"NR-{k}-{t}"},
+                 "type": "function"}]},
+            {"id": f"r{t}", "role": "tool", "tool_call_id": call, "function": "lookup_booking",
+             "content": json.dumps(_record(k, t))},
+            {"id": f"f{t}", "role": "assistant", "content": f"Booking NR-{k}-{t} is confirmed.", "source": "generate"},
+        ]
+    return {"id": k, "epoch": 1, "input": "status", "messages": messages}
+
+
+def _langchain(k: int) -> Any:
+    messages = []
+    for t in range(TURNS):
+        call = f"call_{k}_{t}"
+        messages += [
+            {"type": "human", "data": {"content": f"What is the status of booking NR-{k}-{t}?", "type": "human"}},
+            {"type": "ai", "data": {"content": "", "type": "ai", "tool_calls": [
+                {"name": "lookup_booking", "args": {"booking_id": f"NR-{k}-{t}"}, "id": call, "type": "tool_call"}]}},
+            {"type": "tool", "data": {"content": json.dumps(_record(k, t)), "type": "tool", "tool_call_id": call,
+                                      "status": "success"}},
+            {"type": "ai", "data": {"content": f"Booking NR-{k}-{t} is confirmed.", "type": "ai"}},
+        ]
+    return messages
+
+
+def _openinference(k: int) -> Any:
+    spans = []
+    for t in range(TURNS):
+        call = f"call_{k}_{t}"
+        llm = {"openinference.span.kind": "LLM", "llm.model_name": "gpt-4.1",
+               "llm.input_messages.0.message.role": "user",
+               "llm.input_messages.0.message.content": f"Status of NR-{k}-{t}?",
+               "llm.output_messages.0.message.role": "assistant",
+               "llm.output_messages.0.message.tool_calls.0.tool_call.id": call,
+               "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": "lookup_booking",
+               "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments":
+                   json.dumps({"booking_id": f"NR-{k}-{t}"})}
+        tool = {"openinference.span.kind": "TOOL", "tool.name": "lookup_booking", "tool_call.id": call,
+                "input.value": json.dumps({"booking_id": f"NR-{k}-{t}"}), "output.value": json.dumps(_record(k, t))}
+        answer = {"openinference.span.kind": "LLM", "llm.output_messages.0.message.role": "assistant",
+                  "llm.output_messages.0.message.content": f"Booking NR-{k}-{t} is confirmed."}
+        for n, attributes in enumerate((llm, tool, answer)):
+            spans.append({"spanId": f"{3 * t + n:016x}", "startTimeUnixNano": str(1000 * (3 * t + n + 1)),
+                          "status": {"code": "STATUS_CODE_OK"},
+                          "attributes": [{"key": key, "value": {"stringValue": value}}
+                                         for key, value in attributes.items()]})
+    return {"resourceSpans": [{"resource": {}, "scopeSpans": [{"scope": {"name": "bench"}, "spans": spans}]}]}
+
+
+def _claude_code(k: int) -> Any:
+    lines = []
+    for t in range(TURNS):
+        call = f"toolu_{k}_{t}"
+        for kind, content in (
+                ("user", f"What is the status of booking NR-{k}-{t}?"),
+                ("assistant", [{"type": "tool_use", "id": call, "name": "lookup_booking",
+                                "input": {"booking_id": f"NR-{k}-{t}"}}]),
+                ("user", [{"type": "tool_result", "tool_use_id": call, "content": json.dumps(_record(k, t)),
+                           "is_error": False}]),
+                ("assistant", [{"type": "text", "text": f"Booking NR-{k}-{t} is confirmed."}])):
+            lines.append({"type": kind, "sessionId": f"s{k}", "uuid": f"u{k}-{len(lines)}", "isSidechain": False,
+                          "message": {"role": kind, "content": content}})
+    return lines
+
+
+def _swe_agent(k: int) -> Any:
+    steps = [{"thought": f"Look up booking NR-{k}-{t}.", "action": f"lookup_booking NR-{k}-{t}\n",
+              "observation": json.dumps(_record(k, t))} for t in range(TURNS * 2)]
+    return {"trajectory": steps, "info": {"exit_status": "submitted", "submission": "done"}}
+
+
 GENERATORS: dict[str, Callable[[int], Any]] = {
     "openai_chat": _openai_chat, "openai_responses": _openai_responses, "anthropic": _anthropic,
-    "otel_genai": _otel_genai, "adk": _adk,
+    "otel_genai": _otel_genai, "adk": _adk, "agents_sdk": _agents_sdk, "inspect": _inspect,
+    "langchain": _langchain, "openinference": _openinference, "claude_code": _claude_code, "swe_agent": _swe_agent,
 }
 
 

@@ -330,6 +330,11 @@ class Steps:
         self._close(call)
         call.outcome, call.error, call.result_ref = NO_RESULT, reason, ref
 
+    def has_open_call_of(self, tool_name: str) -> bool:
+        """Whether a call of ``tool_name`` has no result yet (a span or run that executes a
+        tool without naming the call answers it)."""
+        return self._unanswered(tool_name) is not None
+
     def _close(self, call: Step) -> None:
         call_id = self._ids.get(id(call))
         if call.outcome is None and call_id is not None:
@@ -443,3 +448,21 @@ def _item(text: str, position: int, index: int) -> int | None:
             return None
         position = _skip_blanks(text, position + 1)
     return None if text[position] == "]" else position
+
+
+def located_in_lines(error: TraceError, text: str, starts: list[int]) -> TraceError:
+    """``error`` of an event log read as the array of its lines' values (``$[i]`` is the
+    i-th non-blank line, which starts at line ``starts[i]`` of the file's ``text``), each
+    reader diagnostic given the line and column where its path stands."""
+    lines = text.split("\n")
+    diagnostics = []
+    for diagnostic in error.diagnostics:
+        path = diagnostic.message.split(": ", 1)[0]
+        match = re.match(r"\$\[(\d+)\]", path) if diagnostic.code in _LOCATED else None
+        if match is not None and int(match.group(1)) < len(starts):
+            number = starts[int(match.group(1))]
+            offset = json_offset(lines[number - 1], "$" + path[match.end():])
+            if offset is not None:
+                diagnostic = attrs.evolve(diagnostic, span=Span.point(number, offset + 1))
+        diagnostics.append(diagnostic)
+    return TraceError(diagnostics, Source(diagnostics[0].file or "<input>", text))

@@ -32,6 +32,8 @@ BOTH = "B030"
 def is_trace(value: Any) -> bool:
     """Whether ``value`` is read as a trace (no format named)."""
     if type(value) is dict:
+        if type(value.get("eval")) is dict and type(value.get("samples")) is list:
+            return True  # an Inspect AI log: its samples are runs, not a bundle's samples
         if not _BUNDLE_FIELDS.isdisjoint(value) or ("output" in value and type(value["output"]) in _BUNDLE_OUTPUTS):
             return False
         return not _SHARED_FIELDS.issuperset(value)

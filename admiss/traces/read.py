@@ -13,15 +13,23 @@ from typing import Any, Callable
 
 from admiss.collector import collector_paused
 from admiss.errors import Diagnostic, TraceError, did_you_mean
-from admiss.traces import adk, anthropic, openai_chat, openai_responses, otel_genai
+from admiss.traces import adk, agents_sdk, anthropic, api_response, claude_code, inspect_eval, langchain, openai_chat, openinference, openai_responses, otel_genai, swe_agent
 from admiss.traces.input import RUN_FIELDS
 from admiss.traces.steps import Trace
 
 # B020: the value matches no format. B024: an unknown format name. B025: nested too deeply.
 NO_FORMAT, UNKNOWN_FORMAT, TOO_DEEP = "B020", "B024", "B025"
 
-FORMATS: dict[str, ModuleType] = {module.NAME: module for module in (openai_chat, openai_responses, anthropic, otel_genai, adk)}
+FORMATS: dict[str, ModuleType] = {module.NAME: module for module in (
+    inspect_eval, claude_code, agents_sdk, langchain, openai_chat, openai_responses, anthropic, openinference, otel_genai, adk, api_response, swe_agent)}
 FORMAT_NAMES: tuple[str, ...] = tuple(FORMATS)
+# The formats whose .jsonl file is one run, a line per event, not a run per line.
+EVENT_LOGS: tuple[ModuleType, ...] = (claude_code,)
+
+
+def is_event_log(first: Any) -> bool:
+    """Whether a .jsonl file whose first line's value is ``first`` is one run's event log."""
+    return any(module.is_line(first) for module in EVENT_LOGS)
 
 
 def read_trace(value: Any, name: str = "<input>", format: str | None = None) -> Trace:
@@ -37,8 +45,9 @@ def read_trace(value: Any, name: str = "<input>", format: str | None = None) -> 
 def read_traces(value: Any, name: str = "<input>", format: str | None = None) -> list[tuple[str, Trace | TraceError]]:
     """Every run ``value`` holds, in order, each with its name: the one trace of most
     values; one per item of a JSON array of runs (``name#[i]``); one per case of an ADK
-    eval set or eval result (``name#eval_cases[i]``). A run that cannot be read has its
-    TraceError in place of its Trace; the others are still read."""
+    eval set or eval result (``name#eval_cases[i]``); one per sample of an Inspect log. A
+    run that cannot be read has its TraceError in place of its Trace; the others are still
+    read."""
     if is_run_list(value):
         return [(f"{name}#[{i}]", error_or_trace) for i, item in enumerate(value)
                 for _, error_or_trace in read_traces(item, f"{name}#[{i}]", format)]
@@ -46,18 +55,26 @@ def read_traces(value: Any, name: str = "<input>", format: str | None = None) ->
         module = format_module(format, name) if format is not None else detect(value, name)
     except TraceError as error:
         return [(name, error)]
-    cases = adk.eval_cases(value) if module is adk else None
-    if cases is None:
+    if module is adk:
+        cases = adk.eval_cases(value)
+        if cases is not None:
+            return [(f"{name}#{path}", _or_error(partial(adk.read_case, path=path), case, f"{name}#{path}"))
+                    for path, case in cases]
+    runs = getattr(module, "runs", None)
+    found = runs(value) if runs is not None else None
+    if found is None:
         return [(name, _or_error(module.read, value, name))]
-    return [(f"{name}#{path}", _or_error(partial(adk.read_case, path=path), case, f"{name}#{path}"))
-            for path, case in cases]
+    return [(f"{name}#{path}", _or_error(lambda _, run_name, read=read: read(run_name), None, f"{name}#{path}"))
+            for path, read in found]
 
 
 def is_run_list(value: Any) -> bool:
     """Whether ``value`` is a JSON array of runs (of objects that each hold a whole run),
     not one run's array of messages or items."""
+    # A LangSmith run has "events" too (its timing events), but a flat array of them is one
+    # trace: the runs of one agent's execution, tied by their parent ids.
     return type(value) is list and bool(value) and all(
-        type(item) is dict and not RUN_FIELDS.isdisjoint(item) for item in value)
+        type(item) is dict and not RUN_FIELDS.isdisjoint(item) and "run_type" not in item for item in value)
 
 
 def _or_error(read: Callable[[Any, str], Trace], value: Any, name: str) -> Trace | TraceError:

@@ -198,9 +198,8 @@ def test_a_tool_response_in_a_user_message_answers_its_call():
     ([{"attributes": attributes(**{"gen_ai.operation.name": {"stringValue": "chat"},
                                    "gen_ai.request.model": {"stringValue": "gpt-4o"}})}],
      "1 spans, 1 of them model calls with no messages: the content was not captured (or went to log events)"),
-    ([{"attributes": attributes(**{"openinference.span.kind": {"stringValue": "LLM"},
-                                   "llm.model_name": {"stringValue": "gpt-4o"}})}],
-     "1 spans, none with a gen_ai.operation.name (attributes found: llm.*, openinference.*): no GenAI content"),
+    ([{"attributes": attributes(**{"llm.model_name": {"stringValue": "gpt-4o"}})}],
+     "1 spans, none with a gen_ai.operation.name (attributes found: llm.*): no GenAI content"),
 ])
 def test_spans_with_no_content_are_refused_saying_what_was_found(spans, found):
     with pytest.raises(TraceError) as caught:
@@ -208,3 +207,11 @@ def test_spans_with_no_content_are_refused_saying_what_was_found(spans, found):
     [diagnostic] = caught.value.diagnostics
     assert diagnostic.code == "B031" and diagnostic.message == f"resourceSpans: {found}"
     assert "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT" in diagnostic.hint
+
+
+def test_openinference_spans_are_read_by_their_own_reader_not_refused_as_empty_genai():
+    # Spans marked with openinference.span.kind were refused here (B031) before the
+    # OpenInference reader; they now read as that format.
+    spans = [{"attributes": attributes(**{"openinference.span.kind": {"stringValue": "LLM"},
+                                          "llm.model_name": {"stringValue": "gpt-4o"}})}]
+    assert read_trace(export(*spans), "t.json").format == "openinference"

@@ -124,10 +124,15 @@ class CompiledGate:
         self.on_disabled = ctx.config.gates.on_disabled
         self.where = f"{ctx.rubric_file or '<rubric>'}:{gate.span.line}:{gate.span.column}"
 
-    def effective(self, verdict: str) -> str:
-        if verdict == ABSTAIN:
+    def effective(self, result: GateResult) -> str:
+        # ON ABSTAIN says what to do when the gate itself cannot judge (a provider down, a
+        # program that crashed). When the candidate's own content stopped the gate, fail_open
+        # would let a crafted output switch the check off, so that abstain always fails.
+        if result.verdict == ABSTAIN:
+            if result.fault == CANDIDATE_FAULT:
+                return FAIL
             return PASS if self.ir.on_abstain == "fail_open" else FAIL
-        return verdict
+        return result.verdict
 
     def disabled_reason(self) -> str:
         counts = "counts as a fail" if self.on_disabled == "fail" else "is skipped"
@@ -318,7 +323,7 @@ def _finish(gate: CompiledGate, result: GateResult, started: float) -> GateRecor
     return GateRecord(
         gate=gate.ir.kind,
         verdict=result.verdict,
-        effective=gate.effective(result.verdict),
+        effective=gate.effective(result),
         score=result.score,
         reason=gate.redact(result.reason),
         duration_ms=round((time.perf_counter() - started) * 1000, 3),

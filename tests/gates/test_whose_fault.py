@@ -93,6 +93,18 @@ def test_undecodable_candidates_never_disable_a_fail_closed_subprocess_gate(tmp_
     assert (_gate(good)["verdict"], good.verdict) == ("pass", "pass")
 
 
+@pytest.mark.parametrize("policy", ["", " ON ABSTAIN fail_open"])
+def test_a_candidate_that_stops_a_fail_open_gate_fails_it(tmp_path, policy):
+    # fail_open is for a gate that cannot run (a provider down); were it to count an abstain
+    # the candidate itself caused as a pass, crafted output would switch the check off.
+    rubric = _rubric(tmp_path, f"GATE subprocess {_cmd('grader.py')}{policy}")
+    report = rubric.check({"output": "\ud800 crafted"})
+    assert (_gate(report)["verdict"], _gate(report)["effective"], _gate(report)["fault"]) == \
+        ("abstain", "fail", "candidate")
+    assert report.verdict == "fail"
+    assert rubric.check({"output": "good"}).verdict == "pass"
+
+
 def test_output_nested_too_deeply_to_validate_is_the_candidates_fault(tmp_path):
     (tmp_path / "s.json").write_text(json.dumps({"$defs": {"n": {"type": "array", "items": {"$ref": "#/$defs/n"}}},
                                                  "$ref": "#/$defs/n"}))

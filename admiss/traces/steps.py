@@ -13,7 +13,7 @@ from typing import Any
 
 import attrs
 
-from admiss.jsonio import loads as fast_loads
+from admiss.jsonio import first_repeated_key, loads as fast_loads
 
 # What a step is. A reader marks the last assistant text of the run FINAL_ANSWER.
 USER, SYSTEM, ASSISTANT_TEXT, REASONING, TOOL_CALL, FINAL_ANSWER = (
@@ -128,13 +128,19 @@ def result_value(text: str) -> Any:
     """A tool result's text, JSON-parsed when it is an object or array that parses (past
     blanks and invisible characters before it).
 
-    Scalars stay text: a result reading ``null`` or ``true`` is still a result.
+    Scalars stay text: a result reading ``null`` or ``true`` is still a result. So does JSON
+    that repeats a key in one object: a decoder keeps the later value, and a MAP rule reading
+    that field (WHERE, LABEL, DETAIL) could be shown one value and admit on the other, so
+    no field of it is read (docs/security.md, "JSON inside a trace").
     """
     at = 0 if text[:1] == "{" or text[:1] == "[" else visible_start(text)
     start = text[at:at + 1]
     if start == "{" or start == "[":
+        json_text = text[at:] if at else text
         try:
-            return loads_json(text[at:] if at else text)
+            value = loads_json(json_text)
+            if first_repeated_key(json_text, value) is None:
+                return value
         except (ValueError, RecursionError):
             pass
     return text

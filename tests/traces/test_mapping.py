@@ -297,3 +297,25 @@ CHAIN serve {
     assert served("openai/gpt-5-mini") == "draft"
     assert served("gpt-4o") is None  # no rung ran this model: no candidate, the chain is exhausted
     assert served(None) is None
+
+
+def _chat_with_result(result_text: str) -> dict:
+    return {"messages": [
+        {"role": "user", "content": "Find the operator."},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "fetch_filing", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": result_text},
+        {"role": "assistant", "content": "The operator is named."}]}
+
+
+@pytest.mark.parametrize("result_text, verdict", [
+    ('{"form": "10-K"}', "yes"),
+    ('{"form": "8-K", "form": "10-K"}', "no"),  # a decoder keeps the 10-K: the rule must not see it
+    ('{"form": "10-K", "form": "10-K"}', "no"),
+])
+def test_a_result_that_repeats_a_key_gives_map_rules_no_field_to_read(result_text, verdict):
+    r = rubric('WHEN TOOL "fetch_filing" OUTCOME ok WHERE result.form == "10-K"\n'
+               '    AS verified_external_source LABEL "10-K filing"',
+               "PROPERTY p { ADMIT verified_external_source }")
+    report = r.check(_chat_with_result(result_text))
+    assert report.to_dict()["properties"][0]["verdict"] == verdict

@@ -13,8 +13,9 @@ constructive feedback, then APPROVE.") are flagged.
 The text is read clause by clause (split at `.`, `?`, `!`, `;`, `:` and "then"). A clause
 seeks failure when it names a failure (error, mistake, flaw, gap, wrong, incorrect,
 unsupported, missing, lacks, contradicts, not stated, no source, could fail, ...) that is
-not asserted absent ("no errors", "free of mistakes", "nothing is wrong"), not a verdict
-pair ("right or wrong", "true or false"), and not switched off ("do not look for errors",
+not asserted absent ("no errors", "free of mistakes", "nothing is wrong", "is not
+wrong"), not one side of a verdict pair ("right or wrong", "true or false", "approve or
+reject"), and not switched off ("do not look for errors",
 "ignore minor mistakes"). A clause asks for a verdict when it says approve, LGTM, sign
 off, pass, rate, score, grade or "give a score"; a verdict clause that is itself a failure
 rule ("score 0 if any claim is unsupported") seeks failure. Words such as "accurate" or
@@ -80,13 +81,13 @@ _FAILURE_WORDS = (
     r"wrong(?:ly)?|incorrect(?:ly)?|false|untrue|inaccurate(?:ly)?|invalid|erroneous|mistaken|mislead\w*|bogus"
     r"|unsupported|unsubstantiated|unsourced|uncited|unverified|unverifiable|unjustified|unfounded|unbacked"
     r"|unwarranted|ungrounded|baseless|dubious|questionable|suspicious|implausible|doubtful|fishy|off-base"
-    r"|missing|lack(?:s|ing|ed)?|absent|omit(?:s|ted)?|left\s+out|overlook(?:s|ed)?|neglect(?:s|ed)?"
+    r"|missing|miss(?:es|ed)?|lack(?:s|ing|ed)?|absent|omit(?:s|ted)?|left\s+out|overlook(?:s|ed)?|neglect(?:s|ed)?"
     r"|fabricat\w*|hallucinat\w*|invent(?:s|ed)|made[-\s]up|overclaim\w*|overstat\w*|exaggerat\w*|misrepresent\w*"
     r"|misstat\w*|misquot\w*|misread\w*|misinterpret\w*|misattribut\w*"
     r"|contradict\w*|conflict(?:s|ing)?|inconsistent|disagree(?:s|ing)?|deviat\w*|diverg\w*"
     r"|fail(?:s|ed|ing)?|break(?:s|ing)?|broken|go(?:es)?\s+wrong|flawed|faulty|defective|buggy|incomplete"
     r"|refut\w*|disprov\w*|falsif\w*|debunk\w*|undermin\w*|poke\s+holes|argue\s+against|case\s+against"
-    r"|reject(?:ed|ion)?|doubt|challenge|attack|nitpick"
+    r"|reject(?:ed|ion)?|doubt|challenge|attack|nitpick|object(?:s|ed)?\s+to"
 )
 # "not" before what support or agreement would look like: "not stated", "doesn't match".
 _NOT_SUPPORTED = (
@@ -114,6 +115,7 @@ _ABSENT = re.compile(
     rf"\s+(?:\w+\s+){{0,2}}?(?:contain|have|include|make|show|with|free|no)\s+(?:any\s+)?(?:\w+\s+){{0,2}}?"
     rf"(?:{_FAILURE_NOUNS})\b"
     rf"|\b(?:right|correct|true|accurate|valid|good|pass|acceptable|fine|complete)\s+or\s+(?:{_FAILURE_WORDS}|bad|not)\b"
+    rf"|\b(?:approve|accept|pass|yes)\s+or\s+(?:reject|fail|no)\b|\b(?:reject|fail|no)\s+or\s+(?:approve|accept|pass|yes)\b"
     rf"|\b(?:{_FAILURE_WORDS}|bad)\s+or\s+(?:right|correct|true|accurate|valid|good|complete|not)\b",
     re.IGNORECASE,
 )

@@ -1,37 +1,58 @@
-"""A confirmatory judge RUBRIC: it asks for approval, not for what could fail.
+"""A confirmatory judge RUBRIC: it asks for approval, a rating or a confirmation, not for what could fail.
 
 ## What it does
-Flags a judge gate whose `RUBRIC` asks for approval ("approve", "APPROVE", "LGTM",
-"sign off"), for constructive feedback or suggestions, or asks a yes/no confirmation
-question ("Is the answer correct?", "Is this acceptable?", "Does it meet the
-requirements?").
+Flags a judge gate whose `RUBRIC` never asks a failure-seeking question, or asks for a
+verdict before it asks one. A failure-seeking question directs the judge to search for
+what is wrong: what could fail, which claim is unsupported or contradicted, what evidence
+is missing, list the errors, the ways the answer could be wrong, find a counterexample,
+score 0 if any claim lacks a source. Texts that only ask for a rating ("Rate how good this
+answer is from 0 to 1."), a confirmation ("Please check whether the summary is accurate.",
+"Is this correct?", "Verify that it has no errors.") or approval and feedback ("Give
+constructive feedback, then APPROVE.") are flagged.
+
+The text is read clause by clause (split at `.`, `?`, `!`, `;`, `:` and "then"). A clause
+seeks failure when it names a failure (error, mistake, flaw, gap, wrong, incorrect,
+unsupported, missing, lacks, contradicts, not stated, no source, could fail, ...) that is
+not asserted absent ("no errors", "free of mistakes", "nothing is wrong", "is not
+wrong"), not one side of a verdict pair ("right or wrong", "true or false", "approve or
+reject"), and not switched off ("do not look for errors",
+"ignore minor mistakes"). A clause asks for a verdict when it says approve, LGTM, sign
+off, pass, rate, score, grade or "give a score"; a verdict clause that is itself a failure
+rule ("score 0 if any claim is unsupported") seeks failure. Words such as "accurate" or
+"correct" change nothing: "Is the summary accurate? Point out every sentence that is
+wrong." seeks failure.
+
+This rule took over the earlier word list of confirmatory phrases, so one text gets one
+finding from it. A tone instruction (ADM006) is a different fault and is reported
+separately: "Be skeptical and rate it." gets both.
 
 ## Why it matters
 A critic with a confirmatory prompt is adversarial in name only. Asked whether an
-answer is right, or for feedback and then approval, a model looks for reasons to agree
-and usually finds them; improving an answer is not the same as trying to disprove it.
-A judge earns its cost when it has to search for the failure first: list the claims,
-find the one without support, and score zero if there is one.
+answer is right, or for a rating, or for feedback and then approval, a model looks for
+reasons to agree and usually finds them; improving an answer is not the same as trying to
+disprove it. A judge earns its cost when it has to search for the failure first: list the
+claims, find the one without support, and score zero if there is one. The search has to
+come before the verdict: a score already given is rarely taken back.
 
 ## Example
 ```rubric
 CHAIN review {
   RUNG draft MODEL "openai/gpt-5-mini" {
     GATE judge MODEL "anthropic/claude-sonnet-5"
-      RUBRIC "Is the answer correct and complete? Give constructive feedback, then APPROVE."
+      RUBRIC "Please check whether the summary is accurate, then rate it from 0 to 1."
       ON ABSTAIN fail_closed
   }
 }
 ```
 
 ## How to fix it
-Turn the question into a failure search with a rule for the score:
+Turn the question into a failure search, then a rule for the score:
 
 ```rubric
 CHAIN review {
   RUNG draft MODEL "openai/gpt-5-mini" {
     GATE judge MODEL "anthropic/claude-sonnet-5"
-      RUBRIC "List each claim. Which claim is not stated by a cited source, or is contradicted by one? Score 0 if any."
+      RUBRIC "List each claim in the summary. Which claim is not stated by the source, or is contradicted by it? Score 0 if any."
       ON ABSTAIN fail_closed
   }
 }
@@ -46,29 +67,115 @@ from typing import Iterator
 from admiss import ir
 from admiss.lint.rules import Finding, judge_questions
 
-_VERDICT_WORDS = r"correct|right|good|accurate|ok|okay|acceptable|valid|complete|fine|satisfactory|sufficient"
-_CONFIRMATORY = re.compile(
-    "|".join([
-        r"\bapprov(?:e|es|ed|al)\b",
-        r"\bLGTM\b",
-        r"\bsign[- ]off\b",
-        r"\bconstructive (?:feedback|criticism)\b",
-        r"\b(?:give|provide|offer) (?:\w+ )?(?:feedback|suggestions)\b",
-        r"\bsuggest (?:\w+ )?improvements\b",
-        # A yes/no question about the answer's quality invites a yes.
-        rf"\b(?:is|are) (?:this|it|the \w+)\b[^?.]*?\b(?:{_VERDICT_WORDS})\b",
-        r"\bdoes (?:this|it|the \w+) (?:meet|satisfy|fulfil|fulfill|address)\b",
-    ]),
+# Where one request ends and the next begins; "then" orders two requests in one sentence.
+_CLAUSE_BREAK = re.compile(r"[.?!;:\n]+|,?\s+(?:and\s+)?then\b|\s+(?:and\s+)?afterwards\b", re.IGNORECASE)
+
+_FAILURE_NOUNS = (
+    r"errors?|mistakes?|flaws?|defects?|bugs?|problems?|issues?|faults?|weak(?:ness(?:es)?|\s+points?|\s+spots?)"
+    r"|gaps?|omissions?|inconsistenc(?:y|ies)|contradictions?|discrepanc(?:y|ies)|failures?|failure\s+modes?"
+    r"|hallucinations?|inaccurac(?:y|ies)|counter-?examples?|loopholes?|falsehoods?|fabrications?|untruths?"
+    r"|misstatements?|misquot(?:es?|ations?)|holes|red\s+flags?|shortcomings?|caveats?|objections?"
+    r"|reasons?\s+to\s+(?:reject|doubt|fail)|risks?|pitfalls?|edge\s+cases?|blind\s+spots?|oversights?"
+)
+_FAILURE_WORDS = (
+    r"wrong(?:ly)?|incorrect(?:ly)?|false|untrue|inaccurate(?:ly)?|invalid|erroneous|mistaken|mislead\w*|bogus"
+    r"|unsupported|unsubstantiated|unsourced|uncited|unverified|unverifiable|unjustified|unfounded|unbacked"
+    r"|unwarranted|ungrounded|baseless|dubious|questionable|suspicious|implausible|doubtful|fishy|off-base"
+    r"|missing|miss(?:es|ed)?|lack(?:s|ing|ed)?|absent|omit(?:s|ted)?|left\s+out|overlook(?:s|ed)?|neglect(?:s|ed)?"
+    r"|fabricat\w*|hallucinat\w*|invent(?:s|ed)|made[-\s]up|overclaim\w*|overstat\w*|exaggerat\w*|misrepresent\w*"
+    r"|misstat\w*|misquot\w*|misread\w*|misinterpret\w*|misattribut\w*"
+    r"|contradict\w*|conflict(?:s|ing)?|inconsistent|disagree(?:s|ing)?|deviat\w*|diverg\w*"
+    r"|fail(?:s|ed|ing)?|break(?:s|ing)?|broken|go(?:es)?\s+wrong|flawed|faulty|defective|buggy|incomplete"
+    r"|refut\w*|disprov\w*|falsif\w*|debunk\w*|undermin\w*|poke\s+holes|argue\s+against|case\s+against"
+    r"|reject(?:ed|ion)?|doubt|challenge|attack|nitpick|object(?:s|ed)?\s+to"
+)
+# "not" before what support or agreement would look like: "not stated", "doesn't match".
+_NOT_SUPPORTED = (
+    r"(?:\bnot\b|n't\b|\bnever\b)(?:\s+\w+){0,2}?\s+(?:support|stat|back|ground|sourc|cit|found|present"
+    r"|true|correct|accurate|right|valid|justif|verif|match|follow|hold|agree|address|answer|cover|mention|includ"
+    r"|in\b|from\b|by\b|consistent|entail|impl|substantiat|confirm|prov|shown|show|trace|attribut|work|pass"
+    r"|satisf|meet|met\b|fulfil|compl|handl|appear|exist|reflect|rest)\w*"
+)
+# An absence of support named as the failure: "no source", "without a citation".
+_NO_SUPPORT = (
+    r"\b(?:no|without(?:\s+an?|\s+any)?|lacking(?:\s+an?|\s+any)?|(?:not|n't)\s+(?:have|has|give|provide|include)"
+    r"(?:\s+an?|\s+any)?)\s+(?:\w+\s+){0,2}?(?:source|citation|support|evidence"
+    r"|passage|quote|reference|backing|basis|proof|justification|grounding|test|link|receipt|record)s?\b"
+)
+_FAILURE = re.compile(rf"\b(?:{_FAILURE_NOUNS}|{_FAILURE_WORDS})\b|{_NOT_SUPPORTED}|{_NO_SUPPORT}"
+                      r"|\bcould\s+(?:be|go)\s+wrong\b", re.IGNORECASE)
+
+# A failure named only to say it is absent, or as one side of a verdict: not a search.
+_ABSENT = re.compile(
+    rf"\b(?:no|zero|free\s+(?:of|from)|without(?:\s+any)?|nothing(?:\s+\w+){{0,2}}|none\s+of\s+the|never)\s+"
+    rf"(?:\w+\s+){{0,2}}?(?:{_FAILURE_NOUNS}|{_FAILURE_WORDS})\b"
+    rf"|\b(?:{_FAILURE_NOUNS})-free\b"
+    rf"|(?:\bnot|n't)\s+(?:\w+\s+)?(?:{_FAILURE_WORDS})\b"
+    rf"|\b(?:does\s+not|doesn't|do\s+not|don't|did\s+not|didn't|is\s+not|isn't|are\s+not|aren't|has|have|contains?)"
+    rf"\s+(?:\w+\s+){{0,2}}?(?:contain|have|include|make|show|with|free|no)\s+(?:any\s+)?(?:\w+\s+){{0,2}}?"
+    rf"(?:{_FAILURE_NOUNS})\b"
+    rf"|\b(?:right|correct|true|accurate|valid|good|pass|acceptable|fine|complete)\s+or\s+(?:{_FAILURE_WORDS}|bad|not)\b"
+    rf"|\b(?:approve|accept|pass|yes)\s+or\s+(?:reject|fail|no)\b|\b(?:reject|fail|no)\s+or\s+(?:approve|accept|pass|yes)\b"
+    rf"|\b(?:{_FAILURE_WORDS}|bad)\s+or\s+(?:right|correct|true|accurate|valid|good|complete|not)\b",
     re.IGNORECASE,
 )
+# A search that is switched off, up to the next "but"/"and"/comma: "don't look for errors",
+# "ignore minor mistakes".
+_SEARCH_VERBS = (r"look|search|hunt|find|list|identify|point|flag|mention|report|worry|focus|dwell|nitpick"
+                 r"|enumerate|name|quote|probe|dig|try|penali[sz]e|count|deduct")
+_SWITCHED_OFF = re.compile(
+    r"(?:\b(?:do\s+not|don't|dont|no\s+need\s+to|need\s+not|needn't|never|without|avoid|instead\s+of|rather\s+than"
+    rf"|not\s+necessary\s+to)\s+(?:\w+\s+){{0,2}}?(?:{_SEARCH_VERBS})\w*"
+    r"|\b(?:ignore|ignoring|disregard|overlook|skip|set\s+aside|forgive|excuse|tolerate)\b)[^,]*?(?=,|\bbut\b|\band\b|$)",
+    re.IGNORECASE,
+)
+# A request for a verdict: approval, a rating, a pass.
+_VERDICT = re.compile(
+    r"\bapprov(?:e|es|ed|al)\b|\bLGTM\b|\bsign[- ]?off\b|\bthumbs[- ]up\b|\bgive\s+(?:it\s+)?(?:a\s+|your\s+)?"
+    r"(?:score|rating|grade|verdict|pass|mark)\b|\b(?:rate|score|grade|mark)\b|\brating\b"
+    r"|\b(?:say|answer|respond|reply|output|return)\s+(?:with\s+)?[\"']?(?:yes|pass|ok|okay|true|approved?)\b"
+    r"|\baccept\b|\bpass\s+it\b",
+    re.IGNORECASE,
+)
+# A verdict that is asked not to be given: "don't rate the style".
+_NO_VERDICT = re.compile(r"\b(?:do\s+not|don't|dont|never|no\s+need\s+to|need\s+not|without)\s+(?:\w+\s+){0,2}?"
+                         r"(?:approv|rat|scor|grad|sign|accept|pass)\w*", re.IGNORECASE)
+# A verdict that is itself a failure rule: "score 0 if any claim is unsupported".
+_FAILURE_RULE = re.compile(r"\b(?:if|when|unless|where|whenever)\b|\bonly\s+if\b", re.IGNORECASE)
+_REWRITE = ("List each claim in the answer. Which claim is not supported by the evidence, or is contradicted "
+            "by it? What evidence is missing? Score 0 if any.")
+
+
+def _seeks_failure(clause: str) -> bool:
+    """Whether a clause directs the judge to search for a failure."""
+    searched = _SWITCHED_OFF.sub(" ", _ABSENT.sub(" ", clause))
+    return _FAILURE.search(searched) is not None
+
+
+def _asks_verdict(clause: str) -> bool:
+    """Whether a clause asks for a verdict without a failure rule inside it."""
+    return _VERDICT.search(_NO_VERDICT.sub(" ", clause)) is not None and not (_FAILURE_RULE.search(clause) and _seeks_failure(clause))
+
+
+def verdict_before_search(question: str) -> tuple[bool, str | None]:
+    """Whether the question asks a failure-seeking question, and the verdict clause that
+    comes before the first one (None when no verdict is asked first)."""
+    for clause in (c.strip() for c in _CLAUSE_BREAK.split(question)):
+        if _seeks_failure(clause):
+            return True, None
+        if _asks_verdict(clause):
+            return any(_seeks_failure(c) for c in _CLAUSE_BREAK.split(question)), clause
+    return False, None
 
 
 def check(rubric: ir.Rubric) -> Iterator[Finding]:
     for gate, question in judge_questions(rubric):
-        match = _CONFIRMATORY.search(question)
-        if match:
-            yield Finding(gate.value_span_of("rubric"),
-                          f"judge RUBRIC is confirmatory ({match.group(0)!r}): it asks for approval, "
-                          "not for what could fail",
-                          hint="make the judge search for the failure: which claim is unsupported or "
-                               "contradicted? score 0 if any")
+        seeks, verdict = verdict_before_search(question)
+        if seeks and verdict is None:
+            continue
+        if seeks:
+            message = (f"judge RUBRIC asks for a verdict ({verdict!r}) before it asks what could fail")
+        else:
+            message = "judge RUBRIC only asks for a rating or a confirmation: it never asks what could fail"
+        yield Finding(gate.value_span_of("rubric"), message,
+                      hint=f"search for the failure first, then score: RUBRIC \"{_REWRITE}\"")

@@ -207,7 +207,7 @@ def model_reply_or_program_stdout(data: bytes) -> None:
         except UntrustedInput:
             pass
     try:
-        subprocess_gate._verdict_from(0, data, "", "token")
+        subprocess_gate._verdict_from(0, data, "", "token", ())
     except subprocess_gate._Abstain:
         pass
 

@@ -39,7 +39,8 @@ def test_missing_provider_hint_suggests_no_offline_run(tmp_path):
     assert diagnostic.hint == f"add [providers.anthropic] with its base_url to {tmp_path / 'admiss.toml'}"
 
 
-def test_check_hints_still_name_the_option_and_offline(tmp_path):
+def test_check_hints_still_name_the_option_and_offline(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the repository's own admiss.toml names providers
     (tmp_path / "r.rubric").write_text(TWO_CHAINS, encoding="utf-8")
     with pytest.raises(admiss.AdmissError) as caught:
         admiss.load(tmp_path / "r.rubric").check({"evidence": [], "output": "x"})

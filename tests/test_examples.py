@@ -74,12 +74,15 @@ def test_trace_result(name: str):
 
 
 def test_a_refund_claimed_after_the_tool_errored_fails_in_every_format():
-    from admiss.traces.read import FORMAT_NAMES
+    # The shipped example has a trace in each of the first five formats; the readers added
+    # since are tested on traces their producers wrote (tests/traces/producers/), which are
+    # not made to fit this example.
+    shipped = ("adk", "anthropic", "openai_chat", "openai_responses", "otel_genai")
 
     with admiss.load(RUBRICS / "booking_cancellation.rubric") as rubric:
         reports = [rubric.check(json.loads(path.read_text(encoding="utf-8"))).to_dict(full=True)
                    for path in sorted((TRACES / "booking_cancellation").glob("refund_claimed_after_error*.json"))]
-    assert sorted(r["trace"]["format"] for r in reports) == sorted(FORMAT_NAMES)
+    assert sorted(r["trace"]["format"] for r in reports) == sorted(shipped)
     for report in reports:
         assert report["verdict"] == "fail", report["trace"]["format"]
         cancelled, refunded = report["properties"]

@@ -40,6 +40,10 @@ PROPERTY named_operator {
   REJECT SHORTCUT "news article"
 }
 
+MAP {
+  WHEN TOOL "fetch_filing" OUTCOME ok AS verified_external_source LABEL "10-K filing"
+}
+
 CHAIN serve {
   RUNG draft MODEL "openai/gpt-5-mini" {
     GATE non_empty ON ABSTAIN fail_closed

@@ -13,7 +13,7 @@ from admiss.bundle import parse_bundle_text, rubric_path, validate_bundle
 from admiss.errors import AdmissError, input_error
 from admiss.jsonio import dumps_line
 from admiss.terminal import one_line
-from admiss.traces.input import is_trace
+from admiss.traces.input import is_inspect_log, is_trace
 from admiss.units import Unit, line_text
 
 EXIT_PASS, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
@@ -99,7 +99,8 @@ class CheckRun:
             from admiss.traces import adk  # the readers load only for a value that may be a trace
             from admiss.traces.read import is_run_list
 
-            if self.options.trace is not None or is_run_list(value) or adk.eval_cases(value) is not None:
+            if self.options.trace is not None or is_run_list(value) or adk.eval_cases(value) is not None \
+                    or is_inspect_log(value):
                 return self.runs_outcome(value, path, name)
             report = self.report_for(value, path, name)
         except AdmissError as error:

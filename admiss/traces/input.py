@@ -29,11 +29,16 @@ RUN_FIELDS = frozenset({"messages", "events", "resourceSpans", "conversation", "
 BOTH = "B030"
 
 
+def is_inspect_log(value: Any) -> bool:
+    """Whether ``value`` is an Inspect AI eval log (its ``samples`` are runs)."""
+    return type(value) is dict and type(value.get("eval")) is dict and type(value.get("samples")) is list
+
+
 def is_trace(value: Any) -> bool:
     """Whether ``value`` is read as a trace (no format named)."""
     if type(value) is dict:
-        if type(value.get("eval")) is dict and type(value.get("samples")) is list:
-            return True  # an Inspect AI log: its samples are runs, not a bundle's samples
+        if is_inspect_log(value):
+            return True  # its samples are runs, not a bundle's samples
         if not _BUNDLE_FIELDS.isdisjoint(value) or ("output" in value and type(value["output"]) in _BUNDLE_OUTPUTS):
             return False
         return not _SHARED_FIELDS.issuperset(value)

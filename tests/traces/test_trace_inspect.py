@@ -174,3 +174,14 @@ def test_import_reads_an_eval_zip_one_line_per_sample(admiss_cli, tmp_path):
     broken.write_bytes(b"PK\x03\x04 not really")
     ran = admiss_cli("import", "--rubric", rubric, broken)
     assert ran.code == 2 and "B027" in ran.err and "Traceback" not in ran.err
+
+
+def test_check_reads_a_log_of_many_samples_one_report_each(admiss_cli, tmp_path):
+    rubric = tmp_path / "r.rubric"
+    rubric.write_text('PROPERTY p "p" {\n  ADMIT procedurally_sound_tool_call\n  FORBID flawed_tool_call\n}\n')
+    log = FIXTURES / "inspect_generate.json"
+    ran = admiss_cli("check", "--rubric", rubric, "--format", "json", log)
+    printed = [json.loads(line) for line in ran.out.splitlines()]
+    samples = json.loads(log.read_text(encoding="utf-8"))["samples"]
+    assert [p["bundle"] for p in printed] == [f"{log}#samples[{i}]" for i in range(len(samples))]
+    assert ran.code == (0 if all(p["verdict"] == "pass" for p in printed) else 1), ran.err

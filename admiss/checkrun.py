@@ -10,7 +10,7 @@ from typing import Any, BinaryIO, NamedTuple
 
 from admiss.api import load
 from admiss.bundle import parse_bundle_text, rubric_path, validate_bundle
-from admiss.errors import AdmissError, input_error
+from admiss.errors import AdmissError, TraceError, input_error
 from admiss.jsonio import dumps_line
 from admiss.terminal import one_line
 from admiss.traces.input import is_inspect_log, is_trace
@@ -107,15 +107,31 @@ class CheckRun:
             return self.error_outcome(error, name)
         return self.report_outcome(report, name)
 
+    def trace_unit_outcome(self, unit: Any) -> Outcome:
+        """The outcome of a run file read whole (admiss/trace_import.py's trace units: an
+        Inspect .eval sample, a Claude Code session), its reader errors located in its text."""
+        if isinstance(unit, AdmissError):
+            return self.error_outcome(unit, unit.diagnostics[0].file or "")
+        from admiss.traces.build import located_at
+
+        name, value, text, where = unit
+        try:
+            return self.runs_outcome(value, name, name, lambda error: located_at(error, text, where))
+        except AdmissError as error:
+            return self.error_outcome(error, name)
+
     def report_outcome(self, report, name: str) -> Outcome:
         return self.shown(report), warned(report, name), EXIT_PASS if report.verdict == "pass" else EXIT_FAIL, \
             report.verdict
 
-    def runs_outcome(self, value: Any, path: str, name: str) -> Outcome:
+    def runs_outcome(self, value: Any, path: str, name: str, locate=None) -> Outcome:
         """The outcome of a value that may hold several runs (a JSON array of runs, an ADK
-        eval set or result): a report per run, in order, each named for its index."""
+        eval set or result): a report per run, in order, each named for its index. ``locate``
+        gives a reader's error its place in the file's text."""
         runs = self.rubric_for(value, path, name).check_runs(value, name, self.options.chain, self.options.trace,
                                                             self.options.live)
+        if locate is not None:
+            runs = [(run_name, locate(run) if isinstance(run, TraceError) else run) for run_name, run in runs]
         if len(runs) == 1 and not isinstance(runs[0][1], AdmissError):
             return self.report_outcome(runs[0][1], name)
         many, self.many = self.many, True

@@ -22,6 +22,7 @@ from admiss.bundle import parse_bundle_text
 from admiss.checkrun import EXIT_BAD_INPUT, CheckOptions, CheckRun, Writer
 from admiss.collector import freeze_long_lived
 from admiss.errors import AdmissError, BundleError, Diagnostic
+from admiss.trace_import import is_whole_run_file, trace_units
 from admiss.units import STDIN, stdin, units_of
 
 __all__ = ["CheckOptions", "check_many", "run_check"]
@@ -159,7 +160,7 @@ def _checked(rubric, bundle: Any, chain: str | None) -> Any:
 
 def run_check(paths: list[Path], options: CheckOptions) -> int:
     """``admiss check``: every bundle in ``paths`` checked and reported; the exit code."""
-    many = len(paths) > 1 or any(p.suffix == ".jsonl" or str(p) == STDIN for p in paths)
+    many = len(paths) > 1 or any(p.suffix in (".jsonl", ".eval") or str(p) == STDIN for p in paths)
     try:
         run = CheckRun(options, many)
     except AdmissError as error:
@@ -174,7 +175,9 @@ def run_check(paths: list[Path], options: CheckOptions) -> int:
     progress = _progress_for(many, options)
     try:
         # Rich output is drawn by this process; text and JSON can be made by workers.
-        if options.jobs > 1 and options.fmt != "rich" and all(_regular_file(p) for p in paths):
+        # A file read whole (an .eval zip, an event log) cannot be cut into pieces.
+        if options.jobs > 1 and options.fmt != "rich" and all(_regular_file(p) for p in paths) \
+                and not any(is_whole_run_file(p) for p in paths):
             from admiss.stitch import run_in_workers  # start-up time: only --jobs needs the workers
 
             return run_in_workers(run, paths, progress)
@@ -194,8 +197,7 @@ def _run_here(run: CheckRun, paths: list[Path], progress) -> int:
     # Input from a pipe may come slowly: then each report is flushed as soon as it is ready.
     writer = Writer(run, sys.stdout.buffer, sys.stderr, flush_each=not all(_regular_file(p) for p in paths))
     unshown = 0
-    for unit in units_of(paths):
-        outcome = run.outcome(unit)
+    for outcome in _outcomes(run, paths):
         writer.write(outcome)
         if run.options.fail_fast and outcome[2] == EXIT_BAD_INPUT:
             break
@@ -206,6 +208,16 @@ def _run_here(run: CheckRun, paths: list[Path], progress) -> int:
     if progress is not None:
         progress.show(writer.counts)
     return writer.exit_code
+
+
+def _outcomes(run: CheckRun, paths: list[Path]) -> Iterator[Any]:
+    """Each bundle's or run's outcome, file by file: a bundle per line or file, a run per
+    sample of an .eval log or per event log."""
+    for path in paths:
+        if str(path) != STDIN and is_whole_run_file(path):
+            yield from map(run.trace_unit_outcome, trace_units([path]))
+        else:
+            yield from map(run.outcome, units_of([path]))
 
 
 def _regular_file(path: Path) -> bool:

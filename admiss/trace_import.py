@@ -21,7 +21,7 @@ TraceUnit = tuple[str, Any, str, "int | list[int]"]
 def import_traces(rubric, paths: list[Path], trace_format: str | None) -> int:
     """``admiss import``: the explained bundle of every run in ``paths`` (a file of many runs,
     an eval set's cases or an Inspect log's samples, gives one per run, in order); the exit code."""
-    from admiss.traces.build import located, located_in_lines
+    from admiss.traces.build import located_at
 
     many = len(paths) > 1 or any(p.suffix in (".jsonl", ".eval") for p in paths)
     exit_code = EXIT_PASS
@@ -31,9 +31,8 @@ def import_traces(rubric, paths: list[Path], trace_format: str | None) -> int:
         else:
             name, value, text, where = unit
             runs = rubric.import_runs(value, name, trace_format)
-            locate = ((lambda error: located_in_lines(error, text, where)) if isinstance(where, list)
-                      else (lambda error: located(error, text, where)))
-            runs = [(run_name, locate(run) if isinstance(run, TraceError) else run) for run_name, run in runs]
+            runs = [(run_name, located_at(run, text, where) if isinstance(run, TraceError) else run)
+                    for run_name, run in runs]
         for run_name, run in runs:
             sys.stdout.flush()
             if isinstance(run, AdmissError):
@@ -47,6 +46,16 @@ def import_traces(rubric, paths: list[Path], trace_format: str | None) -> int:
             shown = {"run": run_name, **run} if len(runs) > 1 else run
             sys.stdout.buffer.write((dumps_line if many or len(runs) > 1 else dumps_indented)(shown) + b"\n")
     return exit_code
+
+
+def is_whole_run_file(path: Path) -> bool:
+    """Whether the file at ``path`` is read whole rather than line by line: an Inspect
+    ``.eval`` log (a zip of samples) or a ``.jsonl`` event log (one run's lines). A pipe is
+    read line by line: peeking at its first line would take that line from the reader."""
+    try:
+        return path.suffix == ".eval" or (path.suffix == ".jsonl" and path.is_file() and _is_event_log(path))
+    except (AdmissError, OSError):
+        return False  # reading it line by line says what is wrong
 
 
 def trace_units(paths: list[Path]) -> Iterator[TraceUnit | AdmissError]:

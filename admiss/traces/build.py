@@ -450,6 +450,12 @@ def _item(text: str, position: int, index: int) -> int | None:
     return None if text[position] == "]" else position
 
 
+def located_at(error: TraceError, text: str, where: "int | list[int]") -> TraceError:
+    """``error`` located in ``text``: by the line its text starts after (``located``), or by
+    the line each value of an event log starts at (``located_in_lines``)."""
+    return located_in_lines(error, text, where) if isinstance(where, list) else located(error, text, where)
+
+
 def located_in_lines(error: TraceError, text: str, starts: list[int]) -> TraceError:
     """``error`` of an event log read as the array of its lines' values (``$[i]`` is the
     i-th non-blank line, which starts at line ``starts[i]`` of the file's ``text``), each

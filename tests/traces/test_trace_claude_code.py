@@ -66,10 +66,24 @@ def test_import_reads_a_session_file_as_one_run(admiss_cli, tmp_path):
         "Edit", "Bash"]
 
 
-def test_a_broken_line_is_refused_at_its_line_and_column(admiss_cli, tmp_path):
+def test_check_reads_a_session_file_as_one_run(admiss_cli, tmp_path):
     rubric = tmp_path / "r.rubric"
     rubric.write_text(RUBRIC)
-    ran = admiss_cli("import", "--rubric", rubric, "--trace", "claude_code", PUBLIC / "claude_code_edge_cases.jsonl")
+    session = PUBLIC / "claude_code_representative.jsonl"
+    ran = admiss_cli("check", "--rubric", rubric, "--format", "json", session)
+    [report] = [json.loads(line) for line in ran.out.splitlines()]  # one report, not a B020 per line
+    assert report["bundle"] == str(session) and report["trace"]["format"] == "claude_code"
+    imported = json.loads(admiss_cli("import", "--rubric", rubric, session).out)
+    assert [e["detail"] for p in report["properties"] for e in p["excluded"]] == [
+        e["detail"] for e in imported["evidence"] if e["kind"] != "procedurally_sound_tool_call"] * len(report["properties"])
+    assert ran.code == (0 if report["verdict"] == "pass" else 1), ran.err
+
+
+@pytest.mark.parametrize("command", ["import", "check"])
+def test_a_broken_line_is_refused_at_its_line_and_column(admiss_cli, tmp_path, command):
+    rubric = tmp_path / "r.rubric"
+    rubric.write_text(RUBRIC)
+    ran = admiss_cli(command, "--rubric", rubric, "--trace", "claude_code", PUBLIC / "claude_code_edge_cases.jsonl")
     assert ran.code == 2 and "Traceback" not in ran.err
     assert "claude_code_edge_cases.jsonl:10:285: B021 $[9].message.content: must be a string or an array of blocks" \
            in ran.err

@@ -185,3 +185,20 @@ def test_check_reads_a_log_of_many_samples_one_report_each(admiss_cli, tmp_path)
     samples = json.loads(log.read_text(encoding="utf-8"))["samples"]
     assert [p["bundle"] for p in printed] == [f"{log}#samples[{i}]" for i in range(len(samples))]
     assert ran.code == (0 if all(p["verdict"] == "pass" for p in printed) else 1), ran.err
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_check_reads_an_eval_zip_one_report_per_sample(admiss_cli, tmp_path, jobs):
+    rubric = tmp_path / "r.rubric"
+    rubric.write_text('PROPERTY p "p" {\n  ADMIT procedurally_sound_tool_call\n  FORBID flawed_tool_call\n}\n')
+    log = tmp_path / "log.eval"
+    shutil.copy(FIXTURES / "inspect_generate.eval", log)
+    ran = admiss_cli("check", "--jobs", jobs, "--rubric", rubric, "--format", "json", log)
+    printed = [json.loads(line) for line in ran.out.splitlines()]  # JSON Lines: a log holds many runs
+    assert [p["bundle"] for p in printed] == [f"{log}#samples/1_epoch_1.json", f"{log}#samples/2_epoch_1.json"]
+    assert ran.code == (0 if all(p["verdict"] == "pass" for p in printed) else 1), ran.err
+    broken = tmp_path / "broken.eval"
+    broken.write_bytes(b"PK\x03\x04 not really")
+    ran = admiss_cli("check", "--jobs", jobs, "--rubric", rubric, broken, log)
+    assert ran.code == 2 and "B027" in ran.err and "Traceback" not in ran.err
+    assert ran.out.count("==> ") == 2  # the log after the broken one is still checked

@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from admiss.traces.build import FAILURE_TEXTS, Steps, fail, field, short, text_error, type_word, typed
-from admiss.traces.openai_responses import _reasoning_text, _text
+from admiss.traces.openai_responses import message_text, reasoning_text
 from admiss.traces.steps import ASSISTANT_TEXT, REASONING, SYSTEM, USER, Step, StepRef, Trace
 
 NAME = "agents_sdk"
@@ -126,7 +126,7 @@ def _item(steps: _RunSteps, item: dict, i: int, where: str, name: str) -> None:
         role = field(item, "role", str, name, where)
         if role not in _ROLES:
             fail(name, f"{where}.role", f"unknown role '{role}'", hint="roles: " + ", ".join(_ROLES))
-        text = _text(item.get("content"), name, f"{where}.content")
+        text = message_text(item.get("content"), name, f"{where}.content")
         steps.add(Step(_ROLES[role], ref, text=text)) if text else steps.skip(ref, f"{role} message with no text")
         _note_model(steps, item)
     elif kind == "function_call":
@@ -138,10 +138,10 @@ def _item(steps: _RunSteps, item: dict, i: int, where: str, name: str) -> None:
         _note_model(steps, item)
     elif kind == "function_call_output":
         call_id = field(item, "call_id", str, name, where)
-        text = _text(item.get("output"), name, f"{where}.output")
+        text = message_text(item.get("output"), name, f"{where}.output")
         steps.answer(call_id, text, text_error(text), StepRef(NAME, where, i, call_id), "call_id", from_text=True)
     elif kind == "reasoning":
-        text = _reasoning_text(item, name, where)
+        text = reasoning_text(item, name, where)
         steps.add(Step(REASONING, ref, text=text)) if text else steps.skip(ref, "reasoning with no readable text")
     elif kind is None:
         fail(name, f"{where}.type", "missing", hint="a run item has a \"type\" (or is a message with a \"role\")")

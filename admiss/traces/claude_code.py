@@ -30,7 +30,7 @@ _TEXT_TYPES = {"user": USER, "assistant": ASSISTANT_TEXT}
 
 def is_line(value: Any) -> bool:
     """Whether a .jsonl line's value is a line of a Claude Code transcript."""
-    return isinstance(value, dict) and value.get("type") in LINE_TYPES and (
+    return isinstance(value, dict) and type(value.get("type")) is str and value["type"] in LINE_TYPES and (
         "sessionId" in value or "uuid" in value or value.get("type") == "summary")
 
 

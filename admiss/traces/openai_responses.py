@@ -91,11 +91,11 @@ def _items(steps: Steps, items: list, base: str, name: str) -> None:
                        item["arguments"], call_id, "call_id")
         elif kind == "function_call_output":
             call_id = field(item, "call_id", str, name, where)
-            text = _text(item.get("output"), name, f"{where}.output")
+            text = message_text(item.get("output"), name, f"{where}.output")
             steps.answer(call_id, text, text_error(text), StepRef(NAME, where, i, call_id, event_id=_id(item)),
                          "call_id", from_text=True)
         elif kind == "reasoning":
-            text = _reasoning_text(item, name, where)
+            text = reasoning_text(item, name, where)
             if text:
                 steps.add(Step(REASONING, StepRef(NAME, where, i, event_id=_id(item)), text=text))
             else:
@@ -115,7 +115,7 @@ def _message(steps: Steps, item: dict, i: int, where: str, name: str) -> None:
     role = field(item, "role", str, name, where)
     if role not in _ROLES:
         fail(name, f"{where}.role", f"unknown role '{role}'", hint="roles: " + ", ".join(_ROLES))
-    text = _text(item.get("content"), name, f"{where}.content")
+    text = message_text(item.get("content"), name, f"{where}.content")
     ref = StepRef(NAME, where, i, event_id=_id(item))
     if text:
         steps.add(Step(_ROLES[role], ref, text=text))
@@ -123,7 +123,7 @@ def _message(steps: Steps, item: dict, i: int, where: str, name: str) -> None:
         steps.skip(ref, f"{role} message with no text")
 
 
-def _text(content: Any, name: str, where: str) -> str:
+def message_text(content: Any, name: str, where: str) -> str:
     """The text of a string, or of a list of content parts (their text parts joined by newlines)."""
     if content is None or type(content) is str:
         return content or ""
@@ -138,7 +138,7 @@ def _text(content: Any, name: str, where: str) -> str:
     return "\n".join(texts)
 
 
-def _reasoning_text(item: dict, name: str, where: str) -> str:
+def reasoning_text(item: dict, name: str, where: str) -> str:
     for key in ("summary", "content"):
         parts = item.get(key)
         if parts:

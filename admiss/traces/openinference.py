@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from admiss.traces.build import Steps, fail, short, text_error
+from admiss.traces.build import Steps, fail, short, text_error, typed
 from admiss.traces.otel_genai import _attributes, _span_error, _spans_in_order
 from admiss.traces.steps import ASSISTANT_TEXT, SYSTEM, USER, Step, StepRef, Trace
 
@@ -43,12 +43,19 @@ def mismatch(value: Any) -> tuple[str, str] | None:
     if not isinstance(value, dict) or not isinstance(value.get("resourceSpans"), list):
         return "$", "no \"resourceSpans\" array (an OTLP JSON trace export)"
     for resource in value["resourceSpans"]:
-        for scope in (resource.get("scopeSpans") or []) if isinstance(resource, dict) else []:
-            for span in (scope.get("spans") or []) if isinstance(scope, dict) else []:
-                for pair in (span.get("attributes") or []) if isinstance(span, dict) else []:
+        for scope in _listed(resource, "scopeSpans"):
+            for span in _listed(scope, "spans"):
+                for pair in _listed(span, "attributes"):
                     if isinstance(pair, dict) and pair.get("key") == KIND:
                         return None
     return "resourceSpans", f"no span has an {KIND} attribute"
+
+
+def _listed(holder: Any, key: str) -> list:
+    """``holder[key]`` when ``holder`` is an object and that is an array, else no items (the
+    reader then says what breaks)."""
+    items = holder.get(key) if isinstance(holder, dict) else None
+    return items if isinstance(items, list) else []
 
 
 def read(value: Any, name: str) -> Trace:
@@ -166,7 +173,7 @@ def _tool(steps: Steps, span: dict, attributes: dict, ref: StepRef, name: str) -
 
 def _exception(span: dict, where: str, name: str) -> str | None:
     """The exception an ``exception`` event records (OTel's record_exception), if any."""
-    for i, event in enumerate(span.get("events") or []):
+    for i, event in enumerate(typed(span.get("events") or [], list, name, f"{where}.events")):
         if isinstance(event, dict) and event.get("name") == "exception":
             found = _attributes(event.get("attributes", []), name, f"{where}.events[{i}].attributes")
             parts = [str(found[key]) for key in ("exception.type", "exception.message") if found.get(key)]

@@ -259,3 +259,14 @@ def test_python_checks_every_case_of_an_eval_set():
         "runs.json#[0]", "runs.json#[1]"]
     with pytest.raises(TraceError):
         rubric.check(evalset)  # one report stands for one run: B026
+
+
+@pytest.mark.parametrize("value", [
+    [{"type": ["user"], "sessionId": "s"}],  # an unhashable type word, tested against a set of words
+    {"resourceSpans": [{"scopeSpans": [{"spans": True}]}]},  # a field that must be an array, iterated
+    {"resourceSpans": [{"scopeSpans": True}]},
+])
+def test_detection_refuses_odd_values_with_an_error_not_an_exception(value):
+    with pytest.raises(TraceError) as raised:
+        read_trace(value)
+    assert raised.value.diagnostics[0].code in ("B020", "B021")  # no format, or OTel's shape broken

@@ -166,7 +166,8 @@ class _Analysis:
         for path, span, _ in reads:
             root = path.split(".", 1)[0]
             if root not in ir.MAP_PATH_ROOTS:
-                hint = did_you_mean(root, ir.MAP_PATH_ROOTS) or "a path starts with args or result"
+                hint = did_you_mean(root, ir.MAP_PATH_ROOTS) or (
+                    f"a path starts with args or result (result.{path}, args.{path})")
                 self.error("E136", f"path '{path}' starts at '{root}', which a tool call does not have", span, hint)
 
 

@@ -202,6 +202,9 @@ def _map_text(piece: Tree) -> str:
     if piece.data == "map_where":
         path, value = piece.children
         return f"WHERE {path} == {value}"
+    if piece.data == "map_match":
+        path, pattern = piece.children
+        return f"WHERE {path} MATCHES {pattern}"
     return " ".join([_MAP_KEYWORDS[piece.data], *(str(t) for t in piece.children)])
 
 

@@ -150,11 +150,14 @@ class Value:
 
 @attrs.frozen
 class Condition:
-    """``WHERE path == value``; ``value`` is the JSON value written (a string, number, true, false or null)."""
+    """``WHERE path == value``; ``value`` is the JSON value written (a string, number, true,
+    false or null). With ``matches``, ``WHERE path MATCHES "pattern"``: ``value`` is the
+    pattern, which the text at the path must match (``*`` matches any run of characters)."""
 
     path: str
     value: Any
     span: Span = _span_field
+    matches: bool = False
 
 
 @attrs.frozen
@@ -273,7 +276,7 @@ def _rule_out(r: MapRule) -> dict:
         "step": r.step,
         "tool": _optional_ref_out(r.tool),
         "outcomes": _refs_out(r.outcomes),
-        "where": [{"path": c.path, "value": c.value, "span": _span_out(c.span)} for c in r.where],
+        "where": [_condition_out(c) for c in r.where],
         "kind": _optional_ref_out(r.kind),
         "label": _value_out(r.label),
         "detail": _value_out(r.detail),
@@ -381,12 +384,24 @@ def _optional_ref_in(d: dict | None) -> Ref | None:
     return None if d is None else _ref_in(d)
 
 
+def _condition_out(c: Condition) -> dict:
+    # A pattern is written under "matches", not "value": an IR reader that knows only
+    # equality then refuses the condition instead of reading the pattern as a value.
+    return {"path": c.path, "matches" if c.matches else "value": c.value, "span": _span_out(c.span)}
+
+
+def _condition_in(d: dict) -> Condition:
+    if "matches" in d:
+        return Condition(d["path"], d["matches"], _span_in(d.get("span")), matches=True)
+    return Condition(d["path"], d["value"], _span_in(d.get("span")))
+
+
 def _rule_in(d: dict) -> MapRule:
     return MapRule(
         step=d["step"],
         tool=_optional_ref_in(d.get("tool")),
         outcomes=_refs_in(d.get("outcomes", [])),
-        where=tuple(Condition(c["path"], c["value"], _span_in(c.get("span"))) for c in d.get("where", [])),
+        where=tuple(_condition_in(c) for c in d.get("where", [])),
         kind=_optional_ref_in(d.get("kind")),
         label=_value_in(d.get("label")),
         detail=_value_in(d.get("detail")),

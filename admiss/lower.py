@@ -122,6 +122,9 @@ class _Lowering:
                 outcomes.extend(self.names(part.children[0]))
             elif part.data == "map_where":
                 where.append(ir.Condition(str(part.children[0]), self.where_value(part.children[1]), _span(part)))
+            elif part.data == "map_match":
+                where.append(ir.Condition(str(part.children[0]), self.string(part.children[1]), _span(part),
+                                          matches=True))
             elif part.data == "map_as":
                 fields.update(self.map_action(part))
         return ir.MapRule(outcomes=tuple(outcomes), where=tuple(where), **fields)

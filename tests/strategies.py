@@ -14,7 +14,7 @@ from admiss.ir import BUILTIN_KINDS
 
 KEYWORDS = {"RUBRIC", "KINDS", "PROPERTY", "ADMIT", "FORBID", "REJECT", "SHORTCUT", "DEFAULT", "CHAIN",
             "RUNG", "GATE", "MODEL", "ON", "ABSTAIN", "FILE", "CMD", "TIMEOUT", "THRESHOLD", "K", "BUDGET",
-            "WINDOW", "MEANING", "MAP", "WHEN", "FINAL", "TEXT", "REASONING", "TOOL", "OUTCOME", "WHERE", "SKIP", "AS",
+            "WINDOW", "MEANING", "MAP", "WHEN", "FINAL", "TEXT", "REASONING", "TOOL", "OUTCOME", "WHERE", "MATCHES", "SKIP", "AS",
             "LABEL", "DETAIL", "FOR"}
 names = st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True).filter(lambda n: n.upper() not in KEYWORDS)
 labels = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
@@ -127,7 +127,8 @@ def _chain_text(draw, name: str, property_names: list[str]) -> str:
 
 _SELECTORS = st.sampled_from(["FINAL", "TEXT", "REASONING", "TOOL"])
 _TOOL_CONDITIONS = st.sampled_from(["OUTCOME ok", "OUTCOME failed,\n error", "WHERE args.form == \"10-K\"",
-                                    "WHERE result.items.0.n == -2.5", "WHERE result.ok == true", ""])
+                                    "WHERE result.items.0.n == -2.5", "WHERE result.ok == true",
+                                    "WHERE result MATCHES \"FAILED*\"", ""])
 _PATHS = st.sampled_from(["args.id", "result.status.code"])
 
 

@@ -73,7 +73,8 @@ def rule_text(rule: ir.MapRule) -> str:
         parts.append(json.dumps(rule.tool.value, ensure_ascii=False))
     if rule.outcomes:
         parts.append("OUTCOME " + ", ".join(r.value for r in rule.outcomes))
-    parts += [f"WHERE {c.path} == {json.dumps(c.value, ensure_ascii=False)}" for c in rule.where]
+    parts += [f"WHERE {c.path} {'MATCHES' if c.matches else '=='} {json.dumps(c.value, ensure_ascii=False)}"
+              for c in rule.where]
     if rule.kind is None:
         return " ".join(parts + ["SKIP"])
     parts.append(f"AS {rule.kind.value}")
@@ -130,8 +131,34 @@ def _same(found: Any, wanted: Any) -> bool:
     return type(found) is type(wanted) and found == wanted
 
 
+def text_matches(pattern: str, text: str) -> bool:
+    """Whether ``text`` is ``pattern`` with each ``*`` standing for any run of characters.
+
+    Each fixed piece is found left to right with ``str.find``, so a long result is matched
+    in linear time (a regular expression of ``.*`` pieces backtracks: quadratic or worse
+    in the text's length when it fails to match)."""
+    first, *middle = pattern.split("*")
+    if not middle:
+        return text == pattern
+    last = middle.pop()
+    if not text.startswith(first) or not text.endswith(last):
+        return False
+    position, end = len(first), len(text) - len(last)
+    for piece in middle:
+        found = text.find(piece, position, end)
+        if found < 0:
+            return False
+        position = found + len(piece)
+    return position <= end
+
+
 def _condition_test(condition: ir.Condition) -> Test:
     get, wanted = _getter(condition.path), condition.value
+    if condition.matches:
+        def matching(step: Step) -> bool:
+            found = get(step)
+            return type(found) is str and text_matches(wanted, found)
+        return matching
     return lambda step: _same(get(step), wanted)
 
 

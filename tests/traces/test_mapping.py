@@ -147,6 +147,46 @@ def test_where_compares_json_values_by_dotted_path(condition, args, result, matc
     assert (decide(r, tool(0, "t", args=args, result=result)).item is not None) is matches
 
 
+@pytest.mark.parametrize("condition,result,matches", [
+    ('result MATCHES "FAILED*"', "FAILED: disk full", True),
+    ('result MATCHES "FAILED*"', "deployed; FAILED later", False),  # a pattern without * is anchored
+    ('result MATCHES "*rollback*"', "started; rollback at 12:00", True),
+    ('result.log MATCHES "*rollback*"', {"log": "rollback"}, True),
+    ('result.log MATCHES "*rollback*"', {"log": ["rollback"]}, False),  # only text matches a pattern
+    ('result.code MATCHES "1*"', {"code": 12}, False),
+    ('result MATCHES "a*b*c"', "abc", True),
+    ('result MATCHES "a*b*c"', "acb", False),
+    ('result MATCHES "ab*ba"', "aba", False),  # the prefix and suffix may not overlap
+    ('result MATCHES "exact"', "exact", True),
+])
+def test_where_matches_a_text_pattern(condition, result, matches):
+    r = rubric(f"WHEN TOOL WHERE {condition} AS procedurally_sound_tool_call")
+    assert (decide(r, tool(0, "t", result=result)).item is not None) is matches
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text("ab*", max_size=6), st.text("ab", max_size=10))
+def test_text_matches_agrees_with_a_regular_expression(pattern, text):
+    import re
+
+    from admiss.traces.mapping import text_matches
+
+    regex = ".*".join(re.escape(piece) for piece in pattern.split("*"))
+    assert text_matches(pattern, text) is (re.fullmatch(regex, text, re.DOTALL) is not None)
+
+
+def test_a_pattern_survives_compiling_to_ir_and_reading_it_back():
+    source = "PROPERTY p { ADMIT procedurally_sound_tool_call }\nMAP {\n  WHEN TOOL WHERE result MATCHES \"ok*\" AS procedurally_sound_tool_call\n}\n"
+    compiled = admiss.compile_source(source, "m.rubric")
+    ir_json = json.loads(compiled.to_ir_json())
+    [condition] = ir_json["mapping"]["rules"][0]["where"]
+    assert condition["matches"] == "ok*" and "value" not in condition
+    from admiss.ir import from_dict
+
+    [rule] = from_dict(ir_json).mapping.rules
+    assert rule.where[0].matches and rule.where[0].value == "ok*"
+
+
 def test_args_kept_as_text_have_no_fields():
     r = rubric('WHEN TOOL WHERE args.form == "10-K" AS procedurally_sound_tool_call')
     step = tool(0, "t", BAD_ARGS, args='{"form": "10-K"', args_parsed=False)

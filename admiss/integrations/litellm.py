@@ -9,7 +9,9 @@ gateway's receipt store before it is answered, and a store that cannot be writte
 the response. A gate that abstains counts as its ``ON ABSTAIN`` says: ``fail_closed``
 blocks (the error says the gate abstained, and why), ``fail_open`` serves and names the
 gate in the ``x-admiss-abstained`` header. A streamed response is held until its whole
-text is gated, so no chunk of an output that failed is sent.
+text is gated, so no chunk of an output that failed is sent. Chat completions are gated;
+another endpoint's text (a text completion) is blocked, and responses without generated
+text (embeddings, images) pass untouched.
 
 The only module that imports LiteLLM (and FastAPI, whose HTTPException is how a LiteLLM
 guardrail blocks). docs/integrations/litellm.md has a worked config.
@@ -17,10 +19,13 @@ guardrail blocks). docs/integrations/litellm.md has a worked config.
 
 from __future__ import annotations
 
+import json
+import logging
 from pathlib import Path
 from typing import Any, AsyncGenerator, Mapping
 
 from fastapi import HTTPException
+from litellm import ModelResponse
 from litellm.integrations.custom_guardrail import CustomGuardrail
 from litellm.types.guardrails import GuardrailEventHooks
 
@@ -54,11 +59,20 @@ class AdmissGuardrail(CustomGuardrail):
         router.attach_store(store_writer(Path(receipts) if receipts else router.config.serve.store))
         self.router = router
         super().__init__(supported_event_hooks=[GuardrailEventHooks.post_call], **kwargs)
+        if not self.default_on:
+            # Then a request that does not name the guardrail is not gated: the client chooses.
+            logging.getLogger(__name__).warning(
+                "admiss guardrail %r: default_on is false, so only requests that name it are gated", self.guardrail_name)
 
     async def async_post_call_success_hook(self, data: dict, user_api_key_dict: Any, response: Any) -> Any:
         """The response when its gates pass (with the receipt id in a header); else an
         HTTPException that blocks it."""
-        choices = getattr(response, "choices", None) or []
+        choices = getattr(response, "choices", None)
+        if choices is None:  # an embedding, an image, a transcription: no generated text to gate
+            return response
+        if not isinstance(response, ModelResponse):
+            raise _blocked(BAD_REQUEST, "admiss gates chat completions; this endpoint's responses carry text it "
+                                        "does not gate (use /v1/chat/completions)")
         if len(choices) != 1:
             raise _blocked(BAD_REQUEST, f"admiss gates one output per request; the response has {len(choices)} "
                                         "choices (send n = 1)", "n")
@@ -135,8 +149,14 @@ def _blocked(status: int, message: str, param: str | None = None, code: str | No
 def _tool_calls(message: Any) -> tuple[dict, ...]:
     """The message's tool calls in OpenAI's shape (what the tool_calls gates read)."""
     calls = getattr(message, "tool_calls", None) or []
-    return tuple({"id": call.id, "type": "function",
-                  "function": {"name": call.function.name, "arguments": call.function.arguments}} for call in calls)
+    # An upstream may leave out an id or send arguments as an object: the gates read text.
+    return tuple({"id": _as_text(call.id), "type": "function",
+                  "function": {"name": _as_text(call.function.name), "arguments": _as_text(call.function.arguments)}}
+                 for call in calls)
+
+
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else "" if value is None else json.dumps(value, default=str)
 
 
 def _streamed(chunks: list[Any]) -> tuple[str | None, str | None]:

@@ -30,30 +30,14 @@ pytestmark = pytest.mark.skipif(find_spec("litellm") is None or find_spec("fasta
 sys.path.insert(0, str(Path(__file__).parent.parent / "gates"))
 sys.path.insert(0, str(Path(__file__).parent.parent / "serve"))
 
-from agentkit import agent_route, call  # noqa: E402
+from agentkit import REFUND_RULES, agent_route, call  # noqa: E402
 from chat_server import ChatServer, Recorded, Reply  # noqa: E402
 from gatewaykit import free_port  # noqa: E402
 
 from admiss.serve.store import open_store  # noqa: E402
 
 GATE = Path(__file__).parent.parent / "serve" / "scripts" / "gate.py"
-RUBRIC = """
-PROPERTY refund_issued "The refund was issued by the payments system" {
-  ADMIT procedurally_sound_tool_call
-  FORBID final_answer, reasoning_trace, summary, interpretation, flawed_tool_call
-  REJECT SHORTCUT "order lookup", "refund request"
-  DEFAULT no
-}
-
-MAP {
-  WHEN TOOL "issue_refund" OUTCOME ok WHERE result.status == "refunded"
-    AS procedurally_sound_tool_call LABEL "payments system" FOR refund_issued
-  WHEN TOOL OUTCOME failed AS flawed_tool_call
-  WHEN TOOL AS interpretation
-  WHEN FINAL AS final_answer
-  WHEN TEXT AS interpretation
-}
-
+RUBRIC = REFUND_RULES + """
 CHAIN json {
   GATE non_empty ON ABSTAIN fail_closed
   GATE json_valid
@@ -70,6 +54,7 @@ CHAIN closed {
 CHAIN agent {
   RUNG draft MODEL "upstream/cheap" {
     GATE non_empty ON ABSTAIN fail_closed
+    GATE tool_calls TOOL "issue_refund"
     GATE admissibility refund_issued
   }
   RUNG strong MODEL "upstream/strong" {
@@ -254,3 +239,12 @@ def test_a_stream_is_sent_only_after_its_whole_text_passed(proxy):
         for chunk in bad:
             received.append(chunk.choices[0].delta.content if chunk.choices else None)
     assert not any(received), received
+
+
+def test_the_response_tool_calls_are_gated_and_go_on_the_receipt(proxy):
+    allowed = ask(proxy, "agent", [user({"cheap": [{"tool_calls": [call("issue_refund", {"order": "A1"})]}]})])
+    [proposed] = allowed.parse().choices[0].message.tool_calls
+    receipt = proxy.receipt(allowed.headers["x-admiss-receipt-id"])
+    assert [c["function"]["name"] for c in receipt["tool_calls"]] == ["issue_refund"] == [proposed.function.name]
+    error = blocked(proxy, "agent", [user({"cheap": [{"tool_calls": [call("delete_account", {"user": "u1"})]}]})])
+    assert "gate tool_calls at " in error.response.json()["error"]["message"]

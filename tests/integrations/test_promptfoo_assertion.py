@@ -16,25 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from admiss.integrations.promptfoo import get_assert
+sys.path.insert(0, str(Path(__file__).parent.parent / "serve"))
 
-RUBRIC = """
-PROPERTY refund_issued "The refund was issued by the payments system" {
-  ADMIT procedurally_sound_tool_call, verified_external_source
-  FORBID final_answer, reasoning_trace, summary, interpretation, flawed_tool_call
-  REJECT SHORTCUT "order lookup", "refund request"
-  DEFAULT no
-}
+from agentkit import REFUND_RULES  # noqa: E402
 
-MAP {
-  WHEN TOOL "issue_refund" OUTCOME ok WHERE result.status == "refunded"
-    AS procedurally_sound_tool_call LABEL "payments system" FOR refund_issued
-  WHEN TOOL OUTCOME failed AS flawed_tool_call
-  WHEN TOOL AS interpretation
-  WHEN FINAL AS final_answer
-  WHEN TEXT AS interpretation
-}
-"""
+from admiss.integrations.promptfoo import get_assert  # noqa: E402
+
 GATED = """
 PROPERTY sourced "The answer rests on a filing" {
   ADMIT verified_external_source
@@ -48,6 +35,8 @@ CHAIN json {
 """
 CLAIM = "Your refund has been issued."
 FILING = {"kind": "verified_external_source", "detail": "10-K names the operator", "source_label": "10-K filing"}
+# A record of the refund from the payments system, offered as a bundle item.
+REFUND = {"kind": "procedurally_sound_tool_call", "detail": "refund r-9 issued", "source_label": "payments system"}
 
 
 def refund_call(status: str) -> list[dict]:
@@ -60,7 +49,7 @@ def refund_call(status: str) -> list[dict]:
 @pytest.fixture
 def rubric(tmp_path, monkeypatch) -> str:
     monkeypatch.chdir(tmp_path)  # promptfoo runs assertions in its config's folder
-    Path("refund.rubric").write_text(RUBRIC)
+    Path("refund.rubric").write_text(REFUND_RULES)
     Path("gated.rubric").write_text(GATED)
     return "refund.rubric"
 
@@ -105,9 +94,9 @@ def test_a_failed_refund_call_is_no_proof(rubric):
 
 
 def test_vars_evidence_items_are_offered_and_shortcuts_rejected(rubric):
-    passing = get_assert(CLAIM, context(CLAIM, {"evidence": json.dumps([FILING])}, {"rubric": rubric}))
+    passing = get_assert(CLAIM, context(CLAIM, {"evidence": json.dumps([REFUND])}, {"rubric": rubric}))
     assert passing["pass"] is True
-    shortcut = {**FILING, "source_label": "refund request"}
+    shortcut = {**REFUND, "source_label": "refund request"}
     failing = get_assert(CLAIM, context(CLAIM, {"evidence": [shortcut]}, {"rubric": rubric}))
     assert failing["pass"] is False and "(shortcut-rejected)" in failing["componentResults"][0]["reason"]
 
@@ -129,7 +118,7 @@ def test_a_one_rung_chain_gates_the_output_as_a_component(rubric):
     ({"rubric": "refund.rubric"}, {"messages": {"role": "user"}}, "vars.messages must be an array"),
     # A tool result that answers no call: the trace reader's located error, not a traceback.
     ({"rubric": "refund.rubric"}, {"messages": [{"role": "tool", "tool_call_id": "x", "content": "{}"}]}, "messages[0]"),
-    ({"rubric": "refund.rubric"}, {"evidence": [{"kind": "verified_external_source"}]}, "evidence[0].detail"),
+    ({"rubric": "refund.rubric"}, {"evidence": [{"kind": "procedurally_sound_tool_call"}]}, "evidence[0].detail"),
 ])
 def test_what_admiss_cannot_read_fails_the_assertion_with_a_located_reason(rubric, config, vars, said):
     result = get_assert(CLAIM, context(CLAIM, vars, config))

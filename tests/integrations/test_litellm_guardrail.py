@@ -145,6 +145,13 @@ class Proxy:
         finally:
             store.close()
 
+    def receipts(self) -> int:
+        store = open_store(self.store_path, create=False)
+        try:
+            return sum(store.counts().values())
+        finally:
+            store.close()
+
     def stop(self) -> None:
         self.process.terminate()
         self.process.wait(30)
@@ -226,11 +233,13 @@ def test_the_conversation_is_the_evidence_of_admissibility_gates(proxy):
 
 
 def test_a_stream_is_sent_only_after_its_whole_text_passed(proxy):
+    before = proxy.receipts()
     good = proxy.client().chat.completions.create(
         model="answer", messages=[user({"cheap": ['{"answer": 42, "long": "enough to be split in chunks"}']})],
         stream=True, extra_body={"guardrails": ["admiss-json"]})
     assert "".join(c.choices[0].delta.content or "" for c in good if c.choices) == \
         '{"answer": 42, "long": "enough to be split in chunks"}'
+    assert proxy.receipts() == before + 1  # one gating per stream, not one more for the assembled response
     received = []
     with pytest.raises(openai.APIError):
         bad = proxy.client().chat.completions.create(

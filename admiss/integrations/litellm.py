@@ -77,25 +77,25 @@ class AdmissGuardrail(CustomGuardrail):
             raise _blocked(BAD_REQUEST, f"admiss gates one output per request; the response has {len(choices)} "
                                         "choices (send n = 1)", "n")
         message = getattr(choices[0], "message", None)
-        served = await self._gate(data, getattr(message, "content", None), _tool_calls(message),
-                                  getattr(response, "model", None))
+        served = await self._gate(data, getattr(message, "content", None), _tool_calls(message), _maker(response))
         _set_headers(response, served)
         return response
 
     async def async_post_call_streaming_iterator_hook(self, user_api_key_dict: Any, response: Any,
                                                       request_data: dict) -> AsyncGenerator[Any, None]:
         """The stream's chunks, held until the whole text is gated: sent only when it passed."""
-        chunks = [chunk async for chunk in response]
         if not self.should_run_guardrail(data=request_data, event_type=GuardrailEventHooks.post_call):
-            for chunk in chunks:
+            async for chunk in response:
                 yield chunk
             return
+        maker = _maker(response)  # the stream wrapper knows the deployment's model
+        chunks = [chunk async for chunk in response]
         text, model = _streamed(chunks)
         if text is None:
             raise _blocked(BAD_REQUEST, "admiss gates text outputs: this stream carries tool calls or several "
                                         "choices, which the guardrail does not assemble (send stream = false)",
                            "stream")
-        await self._gate(request_data, text, (), model)
+        await self._gate(request_data, text, (), maker or model)
         for chunk in chunks:
             yield chunk
 
@@ -144,6 +144,15 @@ def _blocked(status: int, message: str, param: str | None = None, code: str | No
         error["receipt_id"] = receipt_id
     return HTTPException(status_code=status, detail={"error": error},
                          headers={RECEIPT_HEADER: receipt_id} if receipt_id else None)
+
+
+def _maker(response: Any) -> str | None:
+    """The model that made the response, as the proxy's config names its deployment; only
+    without that, the model the upstream's reply claims (which a judge's maker = checker
+    test must not take on the upstream's word)."""
+    hidden = getattr(response, "_hidden_params", None)
+    configured = hidden.get("litellm_model_name") if isinstance(hidden, dict) else None
+    return configured if isinstance(configured, str) and configured else getattr(response, "model", None)
 
 
 def _tool_calls(message: Any) -> tuple[dict, ...]:

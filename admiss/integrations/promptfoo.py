@@ -41,8 +41,9 @@ def get_assert(output: Any, context: Mapping[str, Any]) -> dict[str, Any]:
         report = _report(output, context)
     except (AdmissError, _ConfigError) as error:
         return {"pass": False, "score": 0.0, "reason": f"admiss: {error}"}
-    components = [_property_result(p) for p in report.to_dict()["properties"]]
-    chain = report.to_dict().get("chain")
+    data = report.to_dict()
+    components = [_property_result(p) for p in data["properties"]]
+    chain = data.get("chain")
     if chain is not None:
         components.append(_chain_result(chain))
     passed = sum(1 for c in components if c["pass"])
@@ -51,7 +52,7 @@ def get_assert(output: Any, context: Mapping[str, Any]) -> dict[str, Any]:
         "score": passed / len(components) if components else float(report.verdict == CHAIN_PASSED),
         "reason": report.to_text(),
         "componentResults": components,
-        "namedScores": {p["name"]: float(p["verdict"] == "yes") for p in report.to_dict()["properties"]},
+        "namedScores": {p["name"]: float(p["verdict"] == "yes") for p in data["properties"]},
     }
 
 

@@ -187,6 +187,8 @@ def test_a_response_whose_gates_pass_is_served_with_its_stored_receipt(proxy):
     receipt = proxy.receipt(raw.headers["x-admiss-receipt-id"])
     assert receipt["chain"]["name"] == "json" and receipt["chain"]["served"] == "json"
     assert [g["gate"] for g in receipt["chain"]["rungs"][0]["gates"]] == ["non_empty", "json_valid"]
+    # The maker a judge must not be is the deployment the proxy's config names, not what the reply says.
+    assert receipt["chain"]["rungs"][0]["model"] == "openai/cheap"
     assert "x-admiss-abstained" not in raw.headers
 
 

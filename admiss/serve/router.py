@@ -5,6 +5,8 @@ failed), so a rung above the one that serves is never called. Each request gets 
 the JSON report's ``chain`` object plus the request id, the time, every model call's token
 usage and price (the rungs', the judge's, the consistency samples'), and each rung's
 latency. With a store, the receipt is committed before :meth:`Router.complete` returns.
+:meth:`Router.gate` runs one rung's gates on an output made elsewhere (the LiteLLM
+guardrail's), with the same conversation evidence and the same receipt.
 
     >>> router = admiss.Router("rubrics/sec_filings_serve.rubric", config="admiss.toml")
     >>> served = router.complete_sync([{"role": "user", "content": "Who operates it?"}])
@@ -25,10 +27,10 @@ import attrs
 from admiss.cascade import ChainResult, CompiledChain, CompiledRung
 from admiss.config import Config
 from admiss.errors import Diagnostic, InputError
+from admiss.gates.base import Candidate
 from admiss.providers import Completion, ProviderError, recording_calls, split_model
 from admiss.redact import redacted_tree
 from admiss.report.json import chain_dict
-from admiss.gates.base import Candidate
 from admiss.serve.calls import LiveRungs, checked_messages, checked_params, transcript
 from admiss.serve.conversation import Conversation, call_keys, conversation_trace
 from admiss.serve.store import StoreError, StoreWriter, open_store, utc_timestamp

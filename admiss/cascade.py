@@ -206,6 +206,13 @@ class CompiledChain:
                 return ChainResult(self.name, rung.name, records, self._live_top(records), self.offline)
         return ChainResult(self.name, None, records, self._live_top(records), self.offline)
 
+    async def agate(self, rung: CompiledRung, candidate: Candidate) -> ChainResult:
+        """One rung's gates on a candidate made elsewhere (a LiteLLM proxy's model): the
+        chain serves it when they pass and is exhausted otherwise; no other rung runs."""
+        record = rung_record(rung, candidate, 0.0, await self.arun_rung(rung, candidate), last=True)
+        served = rung.name if record.outcome == SERVED else None
+        return ChainResult(self.name, served, [record], TopRung(rung.name, record.model, None), self.offline)
+
     def _live_top(self, records: list[RungRecord]) -> TopRung:
         # Live, the top rung's cost is known only when it was called.
         top = self.rungs[-1]

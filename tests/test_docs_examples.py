@@ -28,6 +28,8 @@ import pytest
 import admiss
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
+# The pages whose examples run: docs/ and its integrations/ (docs/lint/ has its own test).
+PAGES_RUN = sorted([*DOCS.glob("*.md"), *DOCS.glob("integrations/*.md")])
 FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```[ \t]*$", re.S | re.M)
 
 
@@ -56,7 +58,7 @@ def blocks(page: Path) -> list[Block]:
 
 
 def all_blocks(lang: str) -> list[Block]:
-    return [b for page in sorted(DOCS.glob("*.md")) for b in blocks(page) if b.lang == lang]
+    return [b for page in PAGES_RUN for b in blocks(page) if b.lang == lang]
 
 
 def _ids(items: list[Block]) -> list[str]:
@@ -135,7 +137,7 @@ def run_page(page: Path, folder: Path) -> list[tuple[Block, str]]:
     return runs
 
 
-PAGES = sorted(p for p in DOCS.glob("*.md") if any(b.lang == "console" for b in blocks(p)))
+PAGES = sorted(p for p in PAGES_RUN if any(b.lang == "console" for b in blocks(p)))
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
@@ -146,7 +148,7 @@ def test_console_examples_print_what_the_docs_show(page, tmp_path):
         assert actual == block.body, f"{block.id}: the transcript differs"
 
 
-PYTHON_PAGES = sorted(p for p in DOCS.glob("*.md") if any(b.lang == "python" for b in blocks(p)))
+PYTHON_PAGES = sorted(p for p in PAGES_RUN if any(b.lang == "python" for b in blocks(p)))
 
 
 @pytest.mark.parametrize("page", PYTHON_PAGES, ids=[p.name for p in PYTHON_PAGES])

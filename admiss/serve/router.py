@@ -5,6 +5,8 @@ failed), so a rung above the one that serves is never called. Each request gets 
 the JSON report's ``chain`` object plus the request id, the time, every model call's token
 usage and price (the rungs', the judge's, the consistency samples'), and each rung's
 latency. With a store, the receipt is committed before :meth:`Router.complete` returns.
+:meth:`Router.gate` runs one rung's gates on an output made elsewhere (the LiteLLM
+guardrail's), with the same conversation evidence and the same receipt.
 
     >>> router = admiss.Router("rubrics/sec_filings_serve.rubric", config="admiss.toml")
     >>> served = router.complete_sync([{"role": "user", "content": "Who operates it?"}])
@@ -22,13 +24,14 @@ from typing import Any, Callable
 
 import attrs
 
-from admiss.cascade import CompiledChain, CompiledRung
+from admiss.cascade import ChainResult, CompiledChain, CompiledRung
 from admiss.config import Config
 from admiss.errors import Diagnostic, InputError
+from admiss.gates.base import Candidate
 from admiss.providers import Completion, ProviderError, recording_calls, split_model
 from admiss.redact import redacted_tree
 from admiss.report.json import chain_dict
-from admiss.serve.calls import LiveRungs, checked_messages, checked_params
+from admiss.serve.calls import LiveRungs, checked_messages, checked_params, transcript
 from admiss.serve.conversation import Conversation, call_keys, conversation_trace
 from admiss.serve.store import StoreError, StoreWriter, open_store, utc_timestamp
 
@@ -80,10 +83,12 @@ class Router:
     rubric has several. ``store``: a receipt store path (the router opens and closes it), a
     :class:`~admiss.serve.store.StoreWriter` shared with others (its owner closes it), or
     None to store nothing. ``listeners`` are called with each receipt once it is stored.
+    ``calls_rungs=False``: the router only gates outputs made elsewhere (:meth:`gate`), so
+    its rungs need no MODEL nor provider (a judge's model still needs its provider).
     """
 
     def __init__(self, rubric_or_path: Any, config: str | Path | Config | None = None, chain: str | None = None,
-                 store: str | Path | StoreWriter | None = None):
+                 store: str | Path | StoreWriter | None = None, calls_rungs: bool = True):
         from admiss.api import Rubric, load
         from admiss.interpreter import Runtime
 
@@ -98,10 +103,10 @@ class Router:
         self.chain: CompiledChain = self._runtime.chain(name)
         self.ctx = self._runtime.gate_context()
         self.config: Config = self.ctx.config
-        _check_servable(self.chain, self.config, rubric.compiled.origin)
+        _check_servable(self.chain, self.config, rubric.compiled.origin, calls_rungs)
         _use_fast_sender(self.ctx.providers)
         self._owns_store = isinstance(store, (str, Path))
-        self._store = _writer_for(Path(store)) if self._owns_store else store
+        self._store = store_writer(Path(store)) if self._owns_store else store
         self.listeners: list[Callable[[dict[str, Any]], None]] = []
         # Only a chain with admissibility gates reads the conversation (a tenth of a
         # millisecond for 40 messages, spent for nothing otherwise).
@@ -135,11 +140,63 @@ class Router:
         rungs = LiveRungs(self.ctx, self.chain.name, messages, params, calls=recording_calls(),
                           conversation=conversation.evidence if conversation else None)
         result = await self.chain.arun(rungs.produce)
+        call = rungs.calls.get(result.served) if result.served is not None else None
+        tool_calls = call.completion.tool_calls if call else ()
+        receipt = await self._receipt(result, rungs, started, created_at, conversation, tool_calls)
+        return Served(
+            output=call.completion.text if call else None,
+            rung=result.served,
+            model=self.chain_model(result.served),
+            finish_reason=_finish_reason(call.completion) if call else None,
+            receipt=receipt,
+            tool_calls=tool_calls,
+        )
+
+    async def gate(self, messages: Any, output: str | None, /, rung: str | None = None, model: str | None = None,
+                   tool_calls: tuple[dict[str, Any], ...] = ()) -> Served:
+        """One rung's gates on an output another proxy's model made for ``messages``
+        (the LiteLLM guardrail's use): the conversation is the evidence as in
+        :meth:`complete`, no rung's model is called, and the receipt is stored the same way.
+
+        ``rung``: which rung's gates (default: the chain's only rung). ``model``: the model
+        that made the output (default: the rung's MODEL), which a judge must not be.
+        Served.output is ``output`` when the gates pass, None when they fail.
+        """
+        messages = checked_messages(messages)
+        chosen = self.gating_rung(rung)
+        started, created_at = time.perf_counter(), utc_timestamp()
+        conversation = await self._conversation(messages) if self._reads_conversation else None
+        candidate = Candidate(output=output, model=model or chosen.model, prompt=transcript(messages),
+                              evidence=conversation.evidence(chosen.name, output) if conversation else (),
+                              rung=chosen.name, messages=tuple(messages), tool_calls=tuple(tool_calls))
+        rungs = LiveRungs(self.ctx, self.chain.name, None, supplied={chosen.name: candidate}, calls=recording_calls())
+        await rungs.produce(chosen)  # starts the rung's stretch of the call log
+        result = await self.chain.agate(chosen, candidate)
+        served = result.served is not None
+        receipt = await self._receipt(result, rungs, started, created_at, conversation,
+                                      candidate.tool_calls if served else ())
+        return Served(output=output if served else None, rung=result.served, model=candidate.model,
+                      finish_reason=None, receipt=receipt, tool_calls=candidate.tool_calls if served else ())
+
+    def gating_rung(self, name: str | None = None) -> CompiledRung:
+        """The rung whose gates :meth:`gate` runs; InputError E190 when ``name`` is none of
+        the chain's, or is missing and the chain has several rungs."""
+        if name is None and len(self.chain.rungs) == 1:
+            return self.chain.rungs[0]
+        found = next((r for r in self.chain.rungs if r.name == name), None)
+        if found is None:
+            names = ", ".join(r.name for r in self.chain.rungs)
+            said = f"rung {name!r} is not in" if name is not None else "name the rung to gate with: there are several in"
+            raise InputError([Diagnostic("E190", f"{said} chain '{self.chain.name}'", file=self.rubric.compiled.origin,
+                                         hint=f"rungs: {names}")])
+        return found
+
+    async def _receipt(self, result: ChainResult, rungs: LiveRungs, started: float, created_at: str,
+                       conversation: Conversation | None, tool_calls: tuple[dict[str, Any], ...]) -> dict[str, Any]:
+        """The request's receipt, stored (when there is a store) before this returns."""
         finished = time.perf_counter()
         # One draw from the system's randomness for both ids.
         token = os.urandom(24).hex()
-        call = rungs.calls.get(result.served) if result.served is not None else None
-        tool_calls = call.completion.tool_calls if call else ()
         receipt = self._redacted({
             "id": "rcpt_" + token[:24],
             "request_id": "chatcmpl-" + token[24:],
@@ -155,14 +212,7 @@ class Router:
             **({"conversation": conversation.summary()} if conversation is not None else {}),
         })
         await self._keep(receipt)
-        return Served(
-            output=call.completion.text if call else None,
-            rung=result.served,
-            model=self.chain_model(result.served),
-            finish_reason=_finish_reason(call.completion) if call else None,
-            receipt=receipt,
-            tool_calls=tool_calls,
-        )
+        return receipt
 
     async def _conversation(self, messages: list[dict[str, Any]]) -> Conversation:
         """The request's conversation as evidence (RequestError when it breaks a trace's
@@ -278,12 +328,12 @@ def _finish_reason(completion: Completion) -> str:
     return completion.finish_reason or "stop"
 
 
-def _check_servable(chain: CompiledChain, config: Config, origin: str | None) -> None:
-    """Every rung needs a MODEL whose provider admiss.toml configures (E150), and rung
-    settings must name rungs of the chain (E151: a misspelt rung must not silently lose
-    its system prompt)."""
+def _check_servable(chain: CompiledChain, config: Config, origin: str | None, calls_rungs: bool = True) -> None:
+    """Every rung needs a MODEL whose provider admiss.toml configures (E150) when the router
+    calls rungs, and rung settings must name rungs of the chain (E151: a misspelt rung must
+    not silently lose its system prompt)."""
     problems = []
-    for rung in chain.rungs:
+    for rung in chain.rungs if calls_rungs else ():
         if not rung.model:
             problems.append(Diagnostic("E150", f"rung '{rung.name}' of chain '{chain.name}' has no MODEL to call",
                                        file=origin, hint='write RUNG name MODEL "provider/model"'))
@@ -319,7 +369,7 @@ def routers_for(rubric_path: str | Path, config: str | Path | None = None, chain
     if not names:
         raise InputError([Diagnostic("E150", "the rubric has no CHAIN to serve", file=str(rubric_path))])
     first = Router(rubric, config, names[0])
-    writer = _writer_for(Path(store) if store is not None else first.config.serve.store)
+    writer = store_writer(Path(store) if store is not None else first.config.serve.store)
     routers = {names[0]: first}
     routers.update({name: Router(rubric, config, name) for name in names[1:]})
     for router in routers.values():
@@ -327,7 +377,9 @@ def routers_for(rubric_path: str | Path, config: str | Path | None = None, chain
     return routers
 
 
-def _writer_for(path: Path) -> StoreWriter:
+def store_writer(path: Path) -> StoreWriter:
+    """A writer on the receipt store at ``path`` (made when missing); InputError E152 when
+    the file is not a receipt store."""
     try:
         return StoreWriter(open_store(path))
     except StoreError as exc:

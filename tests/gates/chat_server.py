@@ -234,7 +234,8 @@ def _handler_for(server: ChatServer, keep_alive: bool) -> type[BaseHTTPRequestHa
             data = payload.encode("utf-8")
             try:
                 self.send_response(reply.status)
-                self.send_header("Content-Type", "application/json")
+                if not any(name.lower() == "content-type" for name, _ in reply.headers):
+                    self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 for name, value in reply.headers:
                     self.send_header(name, value)

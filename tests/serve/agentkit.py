@@ -19,6 +19,27 @@ sys.path.insert(0, str(Path(__file__).parent.parent / "gates"))
 from chat_server import SCRIPT_MARK, Recorded, Reply, completion  # noqa: E402
 
 
+# A support agent's refund claim and how its conversation becomes evidence (the property and
+# MAP block that tests of agents put their chains under).
+REFUND_RULES = """
+PROPERTY refund_issued "The refund was issued by the payments system" {
+  ADMIT procedurally_sound_tool_call
+  FORBID final_answer, reasoning_trace, summary, interpretation, flawed_tool_call
+  REJECT SHORTCUT "order lookup", "refund request"
+  DEFAULT no
+}
+
+MAP {
+  WHEN TOOL "issue_refund" OUTCOME ok WHERE result.status == "refunded"
+    AS procedurally_sound_tool_call LABEL "payments system" FOR refund_issued
+  WHEN TOOL OUTCOME failed AS flawed_tool_call
+  WHEN TOOL AS interpretation
+  WHEN FINAL AS final_answer
+  WHEN TEXT AS interpretation
+}
+"""
+
+
 def call(name: str, arguments: Any) -> dict:
     """A scripted tool call; arguments given as a value are sent as JSON text."""
     return {"name": name, "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments)}

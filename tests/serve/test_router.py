@@ -82,6 +82,22 @@ def test_a_router_needs_every_rung_model_configured(folder):
     assert caught.value.diagnostics[0].code == "E150"
 
 
+def test_a_gating_router_calls_no_rung_and_gates_the_rung_it_is_told(folder, upstream):
+    (folder / "nomodel.rubric").write_text("CHAIN c { RUNG a { GATE non_empty } }")
+    assert admiss.Router(folder / "nomodel.rubric", config=folder / "admiss.toml", calls_rungs=False).gating_rung().name == "a"
+    router = admiss.Router(folder / "r.rubric", config=folder / "admiss.toml", calls_rungs=False)
+    for name, said in [(None, "name the rung to gate with"), ("medium", "rung 'medium' is not in")]:
+        with pytest.raises(InputError, match=said) as caught:
+            router.gating_rung(name)
+        assert caught.value.diagnostics[0].code == "E190" and caught.value.diagnostics[0].hint == "rungs: cheap, strong"
+    before = len(upstream.requests)
+    refused = asyncio.run(router.gate([{"role": "user", "content": "hi"}], "not json", rung="cheap"))
+    empty = asyncio.run(router.gate([{"role": "user", "content": "hi"}], "", rung="strong", model="fake/other"))
+    assert (refused.outcome, [r["rung"] for r in refused.receipt["chain"]["rungs"]]) == ("exhausted", ["cheap"])
+    assert (empty.outcome, empty.model) == ("exhausted", "fake/other")  # non_empty fails "" on the rung asked
+    assert len(upstream.requests) == before
+
+
 def test_rung_settings_for_a_rung_the_chain_lacks_are_an_error(folder):
     with (folder / "admiss.toml").open("a") as config:
         config.write("\n[rungs.answer.stronk]\nmax_tokens = 5\n")

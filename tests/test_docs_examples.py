@@ -10,7 +10,11 @@ Conventions in the Markdown files (fence info strings):
                         `admiss` under test first on PATH, stderr merged into stdout); the
                         block must equal the transcript.
 - ```json compiled-from=NAME  equals (as JSON) what `admiss compile` writes for file NAME.
-- ```python            blocks run in order, one namespace per page, in that page's folder.
+- ```python            blocks run in order, one namespace per page, in that page's folder;
+                        ``requires=MODULE`` on any of them skips the page where MODULE is not
+                        installed (an integration's package).
+
+Pages are docs/*.md and docs/integrations/*.md.
 """
 
 from __future__ import annotations
@@ -29,6 +33,10 @@ import admiss
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```[ \t]*$", re.S | re.M)
+
+
+def _pages() -> list[Path]:
+    return [*sorted(DOCS.glob("*.md")), *sorted(DOCS.glob("integrations/*.md"))]
 
 
 class Block:
@@ -56,7 +64,7 @@ def blocks(page: Path) -> list[Block]:
 
 
 def all_blocks(lang: str) -> list[Block]:
-    return [b for page in sorted(DOCS.glob("*.md")) for b in blocks(page) if b.lang == lang]
+    return [b for page in _pages() for b in blocks(page) if b.lang == lang]
 
 
 def _ids(items: list[Block]) -> list[str]:
@@ -135,7 +143,7 @@ def run_page(page: Path, folder: Path) -> list[tuple[Block, str]]:
     return runs
 
 
-PAGES = sorted(p for p in DOCS.glob("*.md") if any(b.lang == "console" for b in blocks(p)))
+PAGES = sorted(p for p in _pages() if any(b.lang == "console" for b in blocks(p)))
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
@@ -146,7 +154,7 @@ def test_console_examples_print_what_the_docs_show(page, tmp_path):
         assert actual == block.body, f"{block.id}: the transcript differs"
 
 
-PYTHON_PAGES = sorted(p for p in DOCS.glob("*.md") if any(b.lang == "python" for b in blocks(p)))
+PYTHON_PAGES = sorted(p for p in _pages() if any(b.lang == "python" for b in blocks(p)))
 
 
 @pytest.mark.parametrize("page", PYTHON_PAGES, ids=[p.name for p in PYTHON_PAGES])
@@ -154,6 +162,8 @@ def test_python_examples_run(page, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     namespace: dict = {"__name__": "__docs__"}
     page_blocks = blocks(page)
+    for module in {w[len("requires="):] for b in page_blocks for w in b.words if w.startswith("requires=")}:
+        pytest.importorskip(module, reason=f"{page.name} needs {module}")
     for block in page_blocks:
         if block.file:
             (tmp_path / block.file).write_text(block.body, encoding="utf-8")

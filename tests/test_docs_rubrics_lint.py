@@ -22,7 +22,8 @@ import admiss
 from admiss.lint import LintConfig, lint_source
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "docs" / "lint").glob("*.md"))]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "docs" / "lint").glob("*.md")),
+         *sorted((ROOT / "docs" / "integrations").glob("*.md"))]
 FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```[ \t]*$", re.S | re.M)
 # The first line of a rubric, whatever its fence says: a comment or a top-level keyword.
 LOOKS_LIKE_A_RUBRIC = re.compile(r"\A(?:\s*#[^\n]*\n)*\s*(RUBRIC|PROPERTY|CHAIN|KINDS|MAP)\b")

@@ -92,17 +92,15 @@ def score_of(report: "CheckReport", answer: str | None) -> Score:
 
 def deciding_abstains(report: "CheckReport") -> list[GateRecord]:
     """The gates whose abstain (one the gate itself caused) decided the chain's verdict: on a
-    served rung, any such abstain counted as a pass; on an exhausted chain, the abstains that
-    failed its last rung, when no gate there failed on the candidate's merits."""
+    served rung, any such abstain that counted as a pass; on an exhausted chain, the fails of
+    its last rung when every one of them is such an abstain."""
     if report.chain is None or not report.chain.rungs:
         return []
     last = report.chain.rungs[-1]
-    own = [g for g in last.gates if _gate_abstained(g)]
     if last.outcome == SERVED:
-        return own
-    if any(g.effective == FAIL and not _gate_abstained(g) for g in last.gates):
-        return []
-    return [g for g in own if g.effective == FAIL]
+        return [g for g in last.gates if _gate_abstained(g)]
+    fails = [g for g in last.gates if g.effective == FAIL]
+    return fails if fails and all(_gate_abstained(g) for g in fails) else []
 
 
 def _gate_abstained(gate: GateRecord) -> bool:

@@ -162,3 +162,48 @@ def test_a_bad_rubric_is_refused_before_any_sample_runs(tmp_path):
     bad.write_text("PROPERTY p {\n  ADMIT verified_extrenal_source\n}\n")
     with pytest.raises(admiss.AdmissError, match="did you mean 'verified_external_source'"):
         rubric_scorer(str(bad))
+
+
+# One rung: a cheap gate, then a gate program that always crashes (an abstain, the gate's fault).
+CRASHING = """
+PROPERTY cited "A source supports the answer" {
+  ADMIT verified_external_source
+}
+
+CHAIN reply {
+  GATE json_valid
+  GATE subprocess CMD ["python", "crash.py"] TIMEOUT 5s ON ABSTAIN fail_open
+}
+"""
+
+
+@pytest.fixture
+def crashing(tmp_path):
+    import admiss
+
+    (tmp_path / "crash.py").write_text("import sys\nsys.exit(3)\n")
+    rubric = tmp_path / "crashing.rubric"
+    rubric.write_text(CRASHING)
+    with admiss.load(rubric) as loaded:
+        yield lambda output: loaded.check({"evidence": [], "output": output, "model": "m"})
+
+
+def test_a_pass_that_rests_on_a_crashed_gate_is_unscored(crashing):
+    from admiss.integrations.inspect import score_of
+
+    report = crashing('{"ok": true}')
+    assert report.verdict == "pass"  # fail_open counted the crash as a pass
+    score = score_of(report, None)
+    assert math.isnan(score.value) and score.reason == "scoring_failed"
+    assert "subprocess: " in score.explanation.splitlines()[0]
+
+
+def test_a_fail_on_the_candidates_merits_or_content_stays_incorrect(crashing):
+    from admiss.integrations.inspect import score_of
+
+    # json_valid fails first: the crash never decides.
+    assert score_of(crashing("not json"), None).value == INCORRECT
+    # A lone surrogate cannot be sent to the program: an abstain the candidate caused, a fail.
+    report = crashing('"\ud800"')
+    assert report.chain.rungs[-1].gates[-1].fault == "candidate"
+    assert score_of(report, None).value == INCORRECT

@@ -6,6 +6,7 @@ the verdicts as scores, abstains as unscored, and the scorer found by name throu
 from __future__ import annotations
 
 import json
+import logging
 import math
 import subprocess
 import sys
@@ -50,34 +51,28 @@ CHAIN reply {
 """
 
 
-@tool
-def cancel_booking():
-    async def execute(ref: str) -> str:
-        """Cancel a booking.
+def booking_tool(action: str, status: str, refused: dict[str, str]):
+    """A booking tool whose result says ``status``, or that raises ToolError for a refused ref."""
 
-        Args:
-            ref: The booking reference.
-        """
-        if ref == "B9":
-            raise ToolError(f"no booking {ref}")
-        return json.dumps({"status": "cancelled", "ref": ref})
+    @tool(name=action)
+    def make():
+        async def execute(ref: str) -> str:
+            """Act on a booking.
 
-    return execute
+            Args:
+                ref: The booking reference.
+            """
+            if ref in refused:
+                raise ToolError(refused[ref])
+            return json.dumps({"status": status, "ref": ref})
+
+        return execute
+
+    return make
 
 
-@tool
-def issue_refund():
-    async def execute(ref: str) -> str:
-        """Refund a booking.
-
-        Args:
-            ref: The booking reference.
-        """
-        if ref == "B2":
-            raise ToolError("payment declined")
-        return json.dumps({"status": "refunded", "ref": ref})
-
-    return execute
+cancel_booking = booking_tool("cancel_booking", "cancelled", {"B9": "no booking B9"})
+issue_refund = booking_tool("issue_refund", "refunded", {"B2": "payment declined"})
 
 
 def agent(input, tools, tool_choice, config) -> ModelOutput:
@@ -107,8 +102,14 @@ def logs(tmp_path_factory):
     judged.write_text(JUDGED)
     tasks = [booking_task(rubric_scorer(str(BOOKING)), [cancel_booking(), issue_refund()], ["B1", "B2"]),
              booking_task(rubric_scorer(str(judged), offline=True), [cancel_booking()], ["B1", "B9"])]
-    return folder, eval(tasks, model=get_model("mockllm/model", custom_outputs=agent), log_dir=str(folder / "logs"),
-                        display="none")
+    # Inspect adds a handler to the root logger and sets sys.excepthook: the tests after
+    # these, in this process, get them back as they were.
+    handlers, hook = list(logging.getLogger().handlers), sys.excepthook
+    try:
+        return folder, eval(tasks, model=get_model("mockllm/model", custom_outputs=agent),
+                            log_dir=str(folder / "logs"), display="none")
+    finally:
+        logging.getLogger().handlers[:], sys.excepthook = handlers, hook
 
 
 def scores(log) -> dict:

@@ -23,6 +23,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio.to_thread
+# Inspect prints a PrerequisiteError's message without a traceback (its own choice for a
+# user's mistake); it has no public name for it.
+from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.scorer import CORRECT, INCORRECT, Score, Scorer, Target, accuracy, scorer, stderr
 from inspect_ai.solver import TaskState
 
@@ -38,14 +41,26 @@ if TYPE_CHECKING:
     from admiss.traces.steps import Trace
 
 
+class RubricError(PrerequisiteError):
+    """A rubric the scorer cannot use: admiss's located message, with its diagnostics."""
+
+    def __init__(self, error: AdmissError):
+        super().__init__(error.render())
+        self.args = (self.message,)
+        self.diagnostics = error.diagnostics
+
+
 @scorer(metrics=[accuracy(), stderr()])
 def rubric_scorer(rubric: str, config: str | None = None, offline: bool = False, chain: str | None = None) -> Scorer:
     """Score each sample by the rubric at path ``rubric`` (``config``: the admiss.toml of its
     gate chains; ``offline``: call no model, such gates abstain; ``chain``: which CHAIN when
     the rubric has several). A bad rubric, or a gate whose provider the config lacks, raises
-    AdmissError here, before any sample runs."""
-    loaded = admiss.load(Path(rubric), config, offline)
-    loaded.prepare(chain)
+    RubricError here, before any sample runs."""
+    try:
+        loaded = admiss.load(Path(rubric), config, offline)
+        loaded.prepare(chain)
+    except AdmissError as error:
+        raise RubricError(error) from None
     # A chain's gates run on the Rubric's own event loop: off Inspect's loop, one at a time.
     lock = threading.Lock()
 

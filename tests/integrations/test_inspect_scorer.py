@@ -156,13 +156,23 @@ def test_inspect_score_finds_the_scorer_by_name_through_the_entry_point(logs):
     assert {s.id: s.scores["rubric_scorer"].value for s in log.samples} == {"B1": CORRECT, "B2": INCORRECT}
 
 
-def test_a_bad_rubric_is_refused_before_any_sample_runs(tmp_path):
-    import admiss
+def test_a_bad_rubric_is_refused_before_any_sample_runs_without_a_traceback(logs):
+    from admiss.integrations.inspect import RubricError
 
-    bad = tmp_path / "bad.rubric"
+    folder, (booking, _) = logs
+    bad = folder / "bad.rubric"
     bad.write_text("PROPERTY p {\n  ADMIT verified_extrenal_source\n}\n")
-    with pytest.raises(admiss.AdmissError, match="did you mean 'verified_external_source'"):
+    with pytest.raises(RubricError, match="did you mean 'verified_external_source'") as raised:
         rubric_scorer(str(bad))
+    assert raised.value.diagnostics[0].code == "E101"
+    ran = subprocess.run([str(Path(sys.executable).parent / "inspect"), "score", booking.location, "--scorer",
+                          "admiss/rubric_scorer", "-S", f"rubric={bad}", "--display", "none"],
+                         capture_output=True, text=True, timeout=300, cwd=folder)
+    assert ran.returncode != 0
+    # Inspect prints the message wrapped to the terminal's width.
+    assert f"{bad}:2:9: E101 unknown evidence kind 'verified_extrenal_source'" in " ".join(ran.stdout.split())
+    assert "hint: did you mean 'verified_external_source'?" in ran.stdout
+    assert "Traceback" not in ran.stdout + ran.stderr
 
 
 # One rung: a cheap gate, then a gate program that always crashes (an abstain, the gate's fault).

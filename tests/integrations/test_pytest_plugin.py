@@ -153,6 +153,29 @@ def test_admiss_load_gives_one_rubric_per_path_for_the_session(project):
     project.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=2)
 
 
+def test_the_ini_loads_chains_offline_and_names_their_config(project):
+    # The serve example's judge has no provider here: offline it abstains, online it is E140.
+    (project.path / "empty.toml").write_text("")
+    project.makeini("""
+        [pytest]
+        admiss_rubric = rubrics/sec_filings_serve.rubric
+        admiss_config = empty.toml
+        admiss_offline = true
+        """)
+    project.makepyfile("""
+        def test_escalated(admiss_check):
+            report = admiss_check("rubrics/bundles/sec_filings_serve/escalated_to_strong.json", expect="fail")
+            assert report.to_text().startswith("offline: no model was called")
+        """)
+    project.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    result = project.runpytest("-p", "no:cacheprovider", "-o", "admiss_offline=false")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*E140*openai/gpt-5*"])
+    result = project.runpytest("-p", "no:cacheprovider", "-o", "admiss_config=missing.toml")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*missing.toml: E001 config file not found*"])
+
+
 def test_no_rubric_named_fails_with_what_to_do(pytester):
     pytester.makepyfile("""
         def test_x(admiss_check):

@@ -10,7 +10,11 @@ Conventions in the Markdown files (fence info strings):
                         `admiss` under test first on PATH, stderr merged into stdout); the
                         block must equal the transcript.
 - ```json compiled-from=NAME  equals (as JSON) what `admiss compile` writes for file NAME.
-- ```python            blocks run in order, one namespace per page, in that page's folder.
+- ```python            blocks run in order, one namespace per page, in that page's folder;
+                        ``requires=MODULE`` on any of them skips the page where MODULE is not
+                        installed (an integration's package).
+
+Pages are docs/*.md and docs/integrations/*.md.
 """
 
 from __future__ import annotations
@@ -156,6 +160,8 @@ def test_python_examples_run(page, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     namespace: dict = {"__name__": "__docs__"}
     page_blocks = blocks(page)
+    for module in {w[len("requires="):] for b in page_blocks for w in b.words if w.startswith("requires=")}:
+        pytest.importorskip(module, reason=f"{page.name} needs {module}")
     for block in page_blocks:
         if block.file:
             (tmp_path / block.file).write_text(block.body, encoding="utf-8")

@@ -4,8 +4,8 @@ tools and generates until it answers in text; task ``weather_react`` runs the ``
 agent, which ends by calling ``submit``. The tool ``book_flight`` raises ToolError, which
 Inspect records as the tool message's ``error``.
 
-Rerun (offline; Inspect is not a test dependency):
-    pip install inspect-ai openai
+Rerun (offline):
+    pip install -e '.[inspect-ai]' openai
     python tests/traces/producers/inspect_ai_logs.py
 """
 

@@ -106,6 +106,11 @@ class Telemetry:
         attributes = {} if environ.get("OTEL_SERVICE_NAME") else {"service.name": plan.service_name}
         resource = Resource.create({**attributes, "service.version": __version__})
         self.plan = plan
+        # admiss check makes events faster than one exporter thread sends them, and the
+        # SDK's queue drops what comes past its size: a batch waits for an export (in
+        # report()) before the queue can fill. The gateway never waits; past the queue
+        # it drops, as the SDK does.
+        self._unflushed, self._flush_every = 0, _queue_size(environ) // 2
         self._tracer_provider = self.tracer = None
         self._logger_provider = self.logger = None
         if plan.traces:
@@ -123,10 +128,15 @@ class Telemetry:
         for result in report.properties:
             self._event(property_attributes(result, common), _evidence_context(result.admitted or
                                                                             [item for item, _ in result.excluded]))
+        self._unflushed += len(report.properties)
         if report.chain is not None:
             context = _evidence_context(reversed(report.evidence))
             for attributes in gate_attributes(report.chain, _policies(report.rubric.ir, report.chain.name), common):
                 self._event(attributes, context)
+                self._unflushed += 1
+        if self._unflushed >= self._flush_every:
+            self._unflushed = 0
+            self._logger_provider.force_flush()
 
     def _event(self, attributes: dict[str, Any], context: Any = None) -> None:
         self.logger.emit(event_name=EVENT, attributes=attributes, context=context, timestamp=time.time_ns())
@@ -191,6 +201,12 @@ class Telemetry:
         for provider in (self._tracer_provider, self._logger_provider):
             if provider is not None:
                 provider.shutdown()
+
+
+def _queue_size(environ: Mapping[str, str]) -> int:
+    """The log record processor's queue size, as the SDK reads it (2048 by default)."""
+    value = environ.get("OTEL_BLRP_MAX_QUEUE_SIZE", "")
+    return int(value) if value.isdigit() and int(value) >= 2 else 2048
 
 
 def _tracing(plan: Plan, resource: Any, environ: Mapping[str, str]) -> tuple[Any, Any]:

@@ -164,3 +164,16 @@ def test_events_of_a_checked_otel_trace_name_the_span_they_evaluate(tmp_path, re
     assert span_id in spans and spans[span_id]["traceId"] == trace_id
     # The span of the admitted tool call: its lookup_booking call.
     assert "lookup_booking" in json.dumps(spans[span_id])
+
+
+def test_a_batch_larger_than_the_exporters_queue_loses_no_event(tmp_path, receiver):
+    (tmp_path / "one.rubric").write_text(RUBRIC.split("CHAIN")[0])
+    lines = tmp_path / "many.jsonl"
+    count = 1000  # events, one property each: far past the queue of 64 set here
+    lines.write_text("".join(json.dumps({"evidence": BUNDLE["evidence"]}) + "\n" for _ in range(count)))
+    small_queue = {"OTEL_BLRP_MAX_QUEUE_SIZE": "64", "OTEL_BLRP_MAX_EXPORT_BATCH_SIZE": "64"}
+    result = check(tmp_path, "--rubric", str(tmp_path / "one.rubric"), "--format", "json", str(lines),
+                   env=plain_env(OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url, **small_queue))
+    assert result.returncode == 0, result.stderr
+    assert receiver.wait_for(lambda r: len(events(r)) >= count, timeout_s=10)
+    assert len({attributes_of(r)["admiss.bundle"] for r in events(receiver)}) == count

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from loopback import serve_forever
+from loopback import read_request, serve_forever
 
 RECEIVED = {"posts": 0, "bytes": 0}
 EMPTY = b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n"
@@ -18,16 +18,10 @@ EMPTY = b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-len
 async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     try:
         while True:
-            head = await reader.readuntil(b"\r\n\r\n")
-            length = 0
-            for line in head.split(b"\r\n"):
-                name, _, value = line.partition(b":")
-                if name.strip().lower() == b"content-length":
-                    length = int(value)
-            await reader.readexactly(length)
+            head, body = await read_request(reader)
             if head.startswith(b"POST"):
                 RECEIVED["posts"] += 1
-                RECEIVED["bytes"] += length
+                RECEIVED["bytes"] += len(body)
                 writer.write(EMPTY)
             else:
                 body = json.dumps(RECEIVED).encode()

@@ -114,9 +114,9 @@ class Telemetry:
         self._tracer_provider = self.tracer = None
         self._logger_provider = self.logger = None
         if plan.traces:
-            self._tracer_provider, self.tracer = _tracing(plan, resource, environ)
+            self._tracer_provider, self.tracer = _pipeline("traces", plan, resource, environ)
         if plan.logs:
-            self._logger_provider, self.logger = _logging(plan, resource, environ)
+            self._logger_provider, self.logger = _pipeline("logs", plan, resource, environ)
 
     # ------------------------------------------------------------ admiss check
 
@@ -209,33 +209,25 @@ def _queue_size(environ: Mapping[str, str]) -> int:
     return int(value) if value.isdigit() and int(value) >= 2 else 2048
 
 
-def _tracing(plan: Plan, resource: Any, environ: Mapping[str, str]) -> tuple[Any, Any]:
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
-
-    provider = TracerProvider(resource=resource)
-    if plan.traces == "console":
-        exporter = ConsoleSpanExporter(out=sys.stderr)  # stdout holds the reports
+def _pipeline(signal: str, plan: Plan, resource: Any, environ: Mapping[str, str]) -> tuple[Any, Any]:
+    """(provider, tracer or logger) of one signal, exporting through a batch processor."""
+    if signal == "traces":
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as Otlp
+        from opentelemetry.sdk.trace import TracerProvider as Provider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor as Batch, ConsoleSpanExporter as Console
     else:
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
-        exporter = OTLPSpanExporter(endpoint=_endpoint("traces", plan, environ))
-    provider.add_span_processor(BatchSpanProcessor(exporter))
-    return provider, provider.get_tracer("admiss", __version__)
-
-
-def _logging(plan: Plan, resource: Any, environ: Mapping[str, str]) -> tuple[Any, Any]:
-    from opentelemetry.sdk._logs import LoggerProvider
-    from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, ConsoleLogRecordExporter
-
-    provider = LoggerProvider(resource=resource)
-    if plan.logs == "console":
-        exporter = ConsoleLogRecordExporter(out=sys.stderr)  # stdout holds the reports
+        from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter as Otlp
+        from opentelemetry.sdk._logs import LoggerProvider as Provider
+        from opentelemetry.sdk._logs.export import BatchLogRecordProcessor as Batch, ConsoleLogRecordExporter as Console
+    provider = Provider(resource=resource)
+    if getattr(plan, signal) == "console":
+        exporter = Console(out=sys.stderr)  # stdout holds the reports
     else:
-        from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
-
-        exporter = OTLPLogExporter(endpoint=_endpoint("logs", plan, environ))
-    provider.add_log_record_processor(BatchLogRecordProcessor(exporter))
+        exporter = Otlp(endpoint=_endpoint(signal, plan, environ))
+    if signal == "traces":
+        provider.add_span_processor(Batch(exporter))
+        return provider, provider.get_tracer("admiss", __version__)
+    provider.add_log_record_processor(Batch(exporter))
     return provider, provider.get_logger("admiss", __version__)
 
 

@@ -93,7 +93,15 @@ def telemetry_for(settings: TelemetrySettings | None, environ: Mapping[str, str]
         return None
     for warning in plan.warnings:
         sys.stderr.write(f"admiss: telemetry: {warning}\n")
-    return Telemetry(plan, environ)
+    try:
+        return Telemetry(plan, environ)
+    except ModuleNotFoundError as missing:
+        if not (missing.name or "").startswith("opentelemetry"):
+            raise
+        # OTEL_* variables are often set for a whole host: their presence must not stop a run.
+        sys.stderr.write("admiss: telemetry is asked for, but OpenTelemetry is not installed: "
+                         "pip install 'admiss[otel]'; going on without it\n")
+        return None
 
 
 class Telemetry:

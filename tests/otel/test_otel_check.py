@@ -177,3 +177,16 @@ def test_a_batch_larger_than_the_exporters_queue_loses_no_event(tmp_path, receiv
     assert result.returncode == 0, result.stderr
     assert receiver.wait_for(lambda r: len(events(r)) >= count, timeout_s=10)
     assert len({attributes_of(r)["admiss.bundle"] for r in events(receiver)}) == count
+
+
+def test_without_the_extra_installed_the_check_runs_and_says_so(tmp_path):
+    rubric, bundle = write_case(tmp_path)
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    # A module of that name that is no package: importing opentelemetry.sdk fails as when it is not installed.
+    (shadow / "opentelemetry.py").write_text("")
+    env = plain_env(OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:9", PYTHONPATH=str(shadow))
+    result = check(tmp_path, "--rubric", str(rubric), "--format", "json", str(bundle), env=env)
+    assert result.returncode == 1, result.stderr  # the chain's json_valid gate fails, as without telemetry
+    assert json.loads(result.stdout)["verdict"] == "fail"
+    assert "pip install 'admiss[otel]'" in result.stderr and "Traceback" not in result.stderr

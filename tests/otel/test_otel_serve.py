@@ -126,3 +126,22 @@ def test_an_exhausted_chain_has_its_span_and_a_malformed_traceparent_starts_a_ne
     assert not request.parent_span_id and request.trace_id.hex() != "0" * 32
     attributes = attributes_of(request)
     assert (attributes["admiss.outcome"], attributes["http.response.status_code"]) == ("exhausted", 422)
+
+
+def test_the_telemetry_table_turns_it_on_for_every_worker(tmp_path, otlp):
+    upstream = ChatServer(route=scripted_by_prompt, keep_alive=True).start()
+    table = f'\n[telemetry]\nendpoint = "{otlp.url}"\nservice_name = "gateway-from-toml"\n'
+    gw = Gateway(tmp_path, upstream, workers=2, serve_settings=table,
+                 extra_env={"OTEL_BSP_SCHEDULE_DELAY": "50", "OTEL_BLRP_SCHEDULE_DELAY": "50"})
+    try:
+        client = gw.client()
+        ids = [client.chat.completions.create(model="json", messages=[{"role": "user", "content": prompt(
+            {"cheap": GOOD})[1]}]).model_extra["admiss"]["receipt_id"] for _ in range(6)]
+    finally:
+        assert gw.stop() == 0, gw.log.read_text()
+        upstream.stop()
+    # Stopped: each worker exported what it had before it exited.
+    assert all(request_span(otlp, receipt_id) is not None for receipt_id in ids)
+    services = {resource["service.name"] for resource, span in otlp.spans()
+                if attributes_of(span).get("admiss.receipt.id") in ids}
+    assert services == {"gateway-from-toml"}

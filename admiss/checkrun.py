@@ -4,6 +4,7 @@ bundle's outcome, and writing outcomes in order. Used alike by this process and 
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
@@ -53,9 +54,15 @@ class CheckRun:
         if self.fixed_rubric is not None:
             # Before any bundle: a gate's missing provider stops the run here, once.
             self.fixed_rubric.prepare(options.chain, options.live)
+        self.telemetry = check_telemetry(options)
 
     def __getstate__(self) -> dict:
         return {"options": self.options, "many": self.many, "fixed_rubric": self.fixed_rubric, "rubrics": {}}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        # Each worker process exports its own reports' events.
+        self.telemetry = check_telemetry(self.options)
 
     def rubric_at(self, path: Path):
         key = path.resolve()
@@ -66,6 +73,8 @@ class CheckRun:
     def close(self) -> None:
         for rubric in self.rubrics.values():
             rubric.close()
+        if self.telemetry is not None:
+            self.telemetry.close()
 
     def rubric_for(self, bundle: Any, path: str, name: str):
         if self.fixed_rubric is not None:
@@ -121,6 +130,8 @@ class CheckRun:
             return self.error_outcome(error, name)
 
     def report_outcome(self, report, name: str) -> Outcome:
+        if self.telemetry is not None:
+            self.telemetry.report(report)
         return self.shown(report), warned(report, name), EXIT_PASS if report.verdict == "pass" else EXIT_FAIL, \
             report.verdict
 
@@ -165,6 +176,23 @@ class CheckRun:
             # Keep one output line per input line, so results stay aligned with the batch.
             shown = dumps_line({"bundle": name, "error": [d.to_dict() for d in error.diagnostics]})
         return shown, error.render(), EXIT_BAD_INPUT, "error"
+
+
+def check_telemetry(options: CheckOptions):
+    """OpenTelemetry out for ``admiss check`` (admiss/integrations/otel.py), or None when
+    neither an OTEL_* variable nor a [telemetry] table asks for it."""
+    from admiss.configfile import find_config, may_have_table
+
+    path = find_config(options.config, options.rubric)
+    named = path is not None and may_have_table(path, "telemetry")
+    if not named and not any(name.startswith("OTEL_") for name in os.environ):
+        return None  # start-up time: neither the config reader nor the integration is imported
+    from admiss.config import read_config
+    from admiss.integrations.otel import telemetry_for
+
+    settings = read_config(path).telemetry if named else None
+
+    return telemetry_for(settings)
 
 
 def warned(report, name: str) -> str | None:

@@ -46,6 +46,12 @@ header_timeout_s = 10             # a request's headers must arrive within this,
 body_timeout_s = 30               # a chat request's body must arrive within this, or 408
 max_connections = 512             # open connections per process; past it a new one is closed at once
 tool_evidence = "client"          # or "served": a conversation's tool call is evidence only if this gateway served it
+
+[telemetry]                       # OpenTelemetry out (docs/integrations/otel.md); OTEL_* variables win
+endpoint = "http://127.0.0.1:4318"  # an OTLP/HTTP collector; the signals' paths (/v1/traces, /v1/logs) are added
+service_name = "admiss"           # optional: the resource's service.name
+traces = true                     # optional: the gateway's spans
+logs = true                       # optional: the gen_ai.evaluation.result events
 ```
 
 Unknown tables and keys are errors (a misspelt ``api_key_env`` must not silently send
@@ -63,6 +69,7 @@ from typing import Any, Iterable
 
 import attrs
 
+from admiss.configfile import CONFIG_NAME, find_config  # noqa: F401 (re-exported: admiss.config.find_config)
 from admiss.errors import Diagnostic, InputError
 from admiss.source import NO_SPAN, Source, Span
 
@@ -70,8 +77,6 @@ if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
-
-CONFIG_NAME = "admiss.toml"
 
 DEFAULT_PROVIDER_TIMEOUT_S = 60.0
 DEFAULT_PROVIDER_MAX_RETRIES = 2
@@ -180,6 +185,17 @@ class ServeSettings:
 
 
 @attrs.frozen
+class TelemetrySettings:
+    """The ``[telemetry]`` table: OpenTelemetry out (admiss/integrations/otel.py). The
+    standard ``OTEL_*`` environment variables win over it."""
+
+    endpoint: str | None = None
+    service_name: str = "admiss"
+    traces: bool = True
+    logs: bool = True
+
+
+@attrs.frozen
 class Config:
     providers: dict[str, ProviderConfig] = attrs.field(factory=dict)
     # Keyed by the case-folded model id, so "OpenAI/GPT-5" finds "openai/gpt-5".
@@ -188,6 +204,8 @@ class Config:
     # Chain name -> rung name -> settings.
     rungs: dict[str, dict[str, RungSettings]] = attrs.field(factory=dict)
     serve: ServeSettings = ServeSettings()
+    # None when the file has no [telemetry] table.
+    telemetry: TelemetrySettings | None = None
     # The file this came from (None for the defaults), for messages only.
     path: Path | None = attrs.field(default=None, eq=False)
 
@@ -243,20 +261,6 @@ def _ways_out(name: str | None, config: Config, offline_possible: bool = True) -
     if not offline_possible:  # a gateway serves live: it has no offline mode to suggest
         return add
     return f"{add}, or run offline (admiss check --offline; admiss.load(..., offline=True)): gates that need a model then abstain"
-
-
-def find_config(explicit: Path | None = None, rubric: Path | None = None, cwd: Path | None = None) -> Path | None:
-    """The config file to use, by the search order above; an explicit path must exist."""
-    if explicit is not None:
-        if not explicit.is_file():
-            raise InputError([Diagnostic("E001", f"config file not found: {explicit}", file=str(explicit))])
-        return explicit
-    folders = ([rubric.parent] if rubric is not None else []) + [cwd or Path.cwd()]
-    for folder in folders:
-        candidate = folder / CONFIG_NAME
-        if candidate.is_file():
-            return candidate
-    return None
 
 
 def load_config(explicit: Path | None = None, rubric: Path | None = None, cwd: Path | None = None) -> Config:
@@ -326,7 +330,8 @@ _GATE_KEYS = tuple(f.name for f in attrs.fields(GateDefaults))
 _RUNG_KEYS = tuple(f.name for f in attrs.fields(RungSettings))
 TOOL_EVIDENCE = ("client", "served")
 _SERVE_KEYS = tuple(f.name for f in attrs.fields(ServeSettings))
-_TABLES = ("providers", "prices", "gates", "rungs", "serve")
+_TELEMETRY_KEYS = tuple(f.name for f in attrs.fields(TelemetrySettings))
+_TABLES = ("providers", "prices", "gates", "rungs", "serve", "telemetry")
 _REQUIRED = object()
 
 
@@ -345,7 +350,7 @@ class _Reader:
         rungs = {chain: {rung: self._rung(chain, rung, table) for rung, table in self._tables(chains, ("rungs", chain)).items()}
                  for chain in chains}
         return Config(providers=providers, prices=prices, gates=self._gates(data, providers), rungs=rungs,
-                      serve=self._serve(data, path), path=path)
+                      serve=self._serve(data, path), telemetry=self._telemetry(data), path=path)
 
     def _tables(self, data: dict, name: str | tuple[str, ...]) -> dict[str, dict]:
         where = (name,) if isinstance(name, str) else name
@@ -386,6 +391,26 @@ class _Reader:
             body_timeout_s=self._number(table, where, "body_timeout_s", DEFAULT_BODY_TIMEOUT_S, positive=True),
             max_connections=self._count(table, where, "max_connections", DEFAULT_MAX_CONNECTIONS, minimum=1),
             tool_evidence=self._choice(table, where, "tool_evidence", TOOL_EVIDENCE, "client"),
+        )
+
+    def _telemetry(self, data: dict) -> TelemetrySettings | None:
+        if "telemetry" not in data:
+            return None
+        where = ("telemetry",)
+        table = self._typed(data, (), "telemetry", dict, "a table")
+        self._known_keys(table, _TELEMETRY_KEYS, where)
+        endpoint = self._typed(table, where, "endpoint", str, "a string", default=None)
+        if endpoint is not None and not endpoint.startswith(("http://", "https://")):
+            self._fail(where, "endpoint", f"telemetry.endpoint must start with http:// or https://, not {endpoint!r}",
+                       hint="the OTLP/HTTP collector's base URL, as in OTEL_EXPORTER_OTLP_ENDPOINT")
+        service_name = self._typed(table, where, "service_name", str, "a string", default="admiss")
+        if not service_name.strip():
+            self._fail(where, "service_name", "telemetry.service_name must not be empty")
+        return TelemetrySettings(
+            endpoint=endpoint.rstrip("/") if endpoint else None,
+            service_name=service_name,
+            traces=self._typed(table, where, "traces", bool, "true or false", default=True),
+            logs=self._typed(table, where, "logs", bool, "true or false", default=True),
         )
 
     def _provider(self, name: str, table: dict, folder: Path) -> ProviderConfig:

@@ -151,7 +151,10 @@ def _end_with(parent: int) -> None:
 
 def check_piece(task: Task) -> Point:
     """Check a task's piece from its journal's last commit on; the final point."""
-    return _PieceChecker(task, *_state).checked()
+    point = _PieceChecker(task, *_state).checked()
+    if _state.run.telemetry is not None:
+        _state.run.telemetry.flush()  # the piece's events leave before the parent hears it is done
+    return point
 
 
 class _PieceChecker:

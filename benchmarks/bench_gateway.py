@@ -234,11 +234,13 @@ def _start_helper(script: str, *args: str) -> tuple[subprocess.Popen, int]:
     return process, int(process.stdout.readline())
 
 
-def _start_gateway(folder: Path, upstream_port: int, workers: int, sender: str) -> tuple[subprocess.Popen, int]:
+def _start_gateway(folder: Path, upstream_port: int, workers: int, sender: str,
+                   more_config: str = "") -> tuple[subprocess.Popen, int]:
+    """``more_config``: more tables for its admiss.toml (bench_otel.py's [telemetry])."""
     (folder / "bench.rubric").write_text(RUBRIC + AGENT_RUBRIC)
     (folder / "admiss.toml").write_text(f'[providers.fake]\nbase_url = "http://127.0.0.1:{upstream_port}/v1"\n'
                                         f'{SENDER_CONFIG[sender]}'
-                                        f'[serve]\nstore = "receipts.db"\napi_keys = ["{KEY}"]\n')
+                                        f'[serve]\nstore = "receipts.db"\napi_keys = ["{KEY}"]\n{more_config}')
     port = _free_port()
     log = folder / "serve.log"
     with log.open("wb") as out:

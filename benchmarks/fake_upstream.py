@@ -21,7 +21,7 @@ import random
 import sys
 import time
 
-from loopback import serve_forever
+from loopback import read_request, serve_forever
 
 # The reply with a placeholder for the time held, filled in per request.
 HELD = "__HELD__"
@@ -43,13 +43,7 @@ def response(held_s: float) -> bytes:
 async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     try:
         while True:
-            head = await reader.readuntil(b"\r\n\r\n")
-            length = 0
-            for line in head.split(b"\r\n"):
-                name, _, value = line.partition(b":")
-                if name.strip().lower() == b"content-length":
-                    length = int(value)
-            await reader.readexactly(length)
+            await read_request(reader)
             started = time.perf_counter()
             if SPREAD_S:
                 await asyncio.sleep(random.uniform(DELAY_S - SPREAD_S, DELAY_S + SPREAD_S))

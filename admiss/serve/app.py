@@ -31,7 +31,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from admiss import jsonio
-from admiss.config import DEFAULT_HEADER_TIMEOUT_S, DEFAULT_MAX_CONNECTIONS, ServeSettings
+from admiss.config import DEFAULT_HEADER_TIMEOUT_S, DEFAULT_MAX_CONNECTIONS, Config, ServeSettings
 from admiss.errors import Diagnostic, InputError
 from admiss.redact import redacted_tree
 from admiss.serve.calls import RequestError
@@ -227,6 +227,7 @@ class Gateway:
         self.body_timeout_s = settings.body_timeout_s
         self.metrics = GatewayMetrics(routers)
         self.secrets = tuple({s for router in routers.values() for s in router.ctx.secrets})
+        self.telemetry = _telemetry(next(iter(routers.values())).config)
 
     def authorized(self, authorization: str | None) -> bool:
         """Whether an Authorization header's value carries one of the keys."""
@@ -264,6 +265,7 @@ class Gateway:
             return  # stopped while the answer went out: the connection closes with it
 
     async def _chat(self, scope: Scope, receive: Receive) -> Response:
+        started_ns = time.time_ns()
         if not self.authorized(_header(scope, b"authorization")):
             return self.unauthorized()
         try:
@@ -311,6 +313,9 @@ class Gateway:
                           "receipt_store_failed")
         finally:
             self.metrics.in_flight.dec()
+        if self.telemetry is not None:
+            self.telemetry.served(served, router.chain, _header(scope, b"traceparent"), _header(scope, b"tracestate"),
+                                  started_ns)
         return self._answer(served, stream, include_usage)
 
     def _answer(self, served: Served, stream: bool, include_usage: bool) -> Response:
@@ -438,6 +443,8 @@ class _Lifespan:
             await router.aclose()
         await asyncio.get_running_loop().run_in_executor(None, self.gateway.store.close)
         self.gateway.metrics.close()
+        if self.gateway.telemetry is not None:
+            self.gateway.telemetry.close()
 
 
 class _BoundedHttp(HttpToolsProtocol):
@@ -478,6 +485,16 @@ class _BoundedHttp(HttpToolsProtocol):
         if self._headers_due is not None:
             self._headers_due.cancel()
             self._headers_due = None
+
+
+def _telemetry(config: Config):
+    """OpenTelemetry out (admiss/integrations/otel.py), or None when neither an OTEL_*
+    variable nor [telemetry] asks for it."""
+    if config.telemetry is None and not any(name.startswith("OTEL_") for name in os.environ):
+        return None  # start-up time: the integration is not imported
+    from admiss.integrations.otel import telemetry_for
+
+    return telemetry_for(config.telemetry)
 
 
 def _bound_connections(settings: ServeSettings) -> None:

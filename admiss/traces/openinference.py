@@ -68,7 +68,8 @@ def read(value: Any, name: str) -> Trace:
     for span, where in _spans_in_order(value, name):
         attributes = _attributes(span.get("attributes", []), name, f"{where}.attributes")
         span_id = span.get("spanId") if type(span.get("spanId")) is str else None
-        ref = StepRef(NAME, where, span_id=span_id)
+        trace_id = span.get("traceId") if type(span.get("traceId")) is str else None
+        ref = StepRef(NAME, where, span_id=span_id, trace_id=trace_id)
         kind = attributes.get(KIND)
         if kind == "LLM":
             _llm(steps, attributes, ref, name)
@@ -112,7 +113,7 @@ def _llm(steps: Steps, attributes: dict, ref: StepRef, name: str) -> None:
     start = max((i + 1 for i, m in enumerate(given) if m.get("message.role") == "assistant"), default=0)
     for i in range(start, len(given)):
         message = given[i]
-        at = StepRef(NAME, f"{ref.path}.attributes[\"llm.input_messages.{i}\"]", i, span_id=ref.span_id)
+        at = StepRef(NAME, f"{ref.path}.attributes[\"llm.input_messages.{i}\"]", i, span_id=ref.span_id, trace_id=ref.trace_id)
         role = message.get("message.role")
         if type(role) is str and role in _ROLES:
             text = _text(message)
@@ -125,19 +126,19 @@ def _llm(steps: Steps, attributes: dict, ref: StepRef, name: str) -> None:
         base = f"{ref.path}.attributes[\"llm.output_messages.{i}\"]"
         text = _text(message)
         if text:
-            steps.add(Step(ASSISTANT_TEXT, StepRef(NAME, base, i, span_id=ref.span_id), text=text))
+            steps.add(Step(ASSISTANT_TEXT, StepRef(NAME, base, i, span_id=ref.span_id, trace_id=ref.trace_id), text=text))
         for k, call in enumerate(_numbered(message, "message.tool_calls")):
             call_id = call.get("tool_call.id") if type(call.get("tool_call.id")) is str else None
             tool = call.get("tool_call.function.name")
             if type(tool) is not str:
                 fail(name, f"{base}.message.tool_calls[{k}]", "no tool_call.function.name string")
-            steps.call(StepRef(NAME, f"{base}.message.tool_calls[{k}]", i, call_id, span_id=ref.span_id), tool,
+            steps.call(StepRef(NAME, f"{base}.message.tool_calls[{k}]", i, call_id, span_id=ref.span_id, trace_id=ref.trace_id), tool,
                        call.get("tool_call.function.arguments", "{}"), call_id)
 
 
 def _tool_message(steps: Steps, message: dict, ref: StepRef) -> None:
     call_id = message.get("message.tool_call_id")
-    ref = StepRef(NAME, ref.path, ref.message_index, call_id if type(call_id) is str else None, span_id=ref.span_id)
+    ref = StepRef(NAME, ref.path, ref.message_index, call_id if type(call_id) is str else None, span_id=ref.span_id, trace_id=ref.trace_id)
     if type(call_id) is str and steps.is_open(call_id):
         text = _text(message)
         steps.answer(call_id, text, text_error(text), ref, "", from_text=True)
@@ -151,7 +152,7 @@ def _tool(steps: Steps, span: dict, attributes: dict, ref: StepRef, name: str) -
     if type(tool) is not str:
         fail(name, f"{ref.path}.attributes", "no tool.name string on a TOOL span")
     call_id = attributes.get("tool_call.id") if type(attributes.get("tool_call.id")) is str else None
-    ref = StepRef(NAME, ref.path, tool_call_id=call_id, span_id=ref.span_id)
+    ref = StepRef(NAME, ref.path, tool_call_id=call_id, span_id=ref.span_id, trace_id=ref.trace_id)
     exception = _exception(span, ref.path, name)
     error = _span_error(span, attributes, [exception] if exception else [])
     has_output = "output.value" in attributes

@@ -173,8 +173,9 @@ class _Reading:
                     exceptions.append(str(value))
                 attributes.setdefault(key, value)
         span_id = span.get("spanId") if type(span.get("spanId")) is str else None
+        trace_id = span.get("traceId") if type(span.get("traceId")) is str else None
         operation = attributes.get("gen_ai.operation.name")
-        ref = StepRef(NAME, where, span_id=span_id)
+        ref = StepRef(NAME, where, span_id=span_id, trace_id=trace_id)
         self.operations += type(operation) is str
         if type(operation) is not str:
             self.steps.skip(ref, "span with no GenAI operation")
@@ -194,7 +195,7 @@ class _Reading:
             fail(self.name, f"{where}.attributes", "no gen_ai.tool.name string on an execute_tool span")
         call_id = attributes.get("gen_ai.tool.call.id")
         call_id = call_id if isinstance(call_id, str) else None
-        ref = StepRef(NAME, where, tool_call_id=call_id, span_id=ref.span_id)
+        ref = StepRef(NAME, where, tool_call_id=call_id, span_id=ref.span_id, trace_id=ref.trace_id)
         requested = call_id is not None and self.steps.is_open(call_id)  # by an earlier chat span's output
         if not requested:
             call = self.steps.call(ref, tool, attributes.get("gen_ai.tool.call.arguments"), call_id)
@@ -219,7 +220,7 @@ class _Reading:
         if "gen_ai.system_instructions" in attributes:
             at = f"{where}.attributes[\"gen_ai.system_instructions\"]"
             text = _parts_text(_json(attributes["gen_ai.system_instructions"], self.name, at), self.name, at)
-            at_ref = StepRef(NAME, at, span_id=ref.span_id)
+            at_ref = StepRef(NAME, at, span_id=ref.span_id, trace_id=ref.trace_id)
             if text and text != self.system:
                 self.system = text
                 self.steps.add(Step(SYSTEM, at_ref, text=text))
@@ -243,7 +244,7 @@ class _Reading:
             message = typed(messages[i], dict, self.name, at)
             role = field(message, "role", str, self.name, at)
             parts = field(message, "parts", list, self.name, at)
-            ref = StepRef(NAME, at, i, span_id=span.span_id)
+            ref = StepRef(NAME, at, i, span_id=span.span_id, trace_id=span.trace_id)
             if role in _ROLES:
                 text = _parts_text(parts, self.name, f"{at}.parts")
                 if text:
@@ -270,7 +271,7 @@ class _Reading:
             at = f"{where}[{j}]"
             typed(part, dict, self.name, at)
             call_id = field(part, "id", str, self.name, at) if part.get("type") == "tool_call_response" else None
-            ref = StepRef(NAME, at, i, call_id, span_id=span.span_id)
+            ref = StepRef(NAME, at, i, call_id, span_id=span.span_id, trace_id=span.trace_id)
             if call_id is None:
                 self.steps.skip(ref, f"{part.get('type')} part of a tool message")
             elif self.steps.is_open(call_id):
@@ -299,21 +300,21 @@ class _Reading:
                     texts.append(field(part, "content", str, self.name, part_at))
                     continue
                 only_text = False
-                ref = StepRef(NAME, part_at, i, span_id=span.span_id)
+                ref = StepRef(NAME, part_at, i, span_id=span.span_id, trace_id=span.trace_id)
                 if kind == "reasoning":
                     self.steps.add(Step(REASONING, ref, text=field(part, "content", str, self.name, part_at)))
                 elif kind == "tool_call":
                     call_id = field(part, "id", str, self.name, part_at)
-                    self.steps.call(StepRef(NAME, part_at, i, call_id, span_id=span.span_id),
+                    self.steps.call(StepRef(NAME, part_at, i, call_id, span_id=span.span_id, trace_id=span.trace_id),
                                     field(part, "name", str, self.name, part_at), part.get("arguments"), call_id,
                                     "id")
                 else:
                     self.steps.skip(ref, f"{kind} part")
             text = "\n".join(texts)
             if text:
-                self.steps.insert(text_at, Step(ASSISTANT_TEXT, StepRef(NAME, at, i, span_id=span.span_id), text=text))
+                self.steps.insert(text_at, Step(ASSISTANT_TEXT, StepRef(NAME, at, i, span_id=span.span_id, trace_id=span.trace_id), text=text))
             elif only_text:
-                self.steps.skip(StepRef(NAME, at, i, span_id=span.span_id), "output message with no text")
+                self.steps.skip(StepRef(NAME, at, i, span_id=span.span_id, trace_id=span.trace_id), "output message with no text")
 
 
 def _span_error(span: dict, attributes: dict, exceptions: list[str]) -> str | None:

@@ -44,6 +44,8 @@ class StepRef:
     tool_call_id: str | None = None
     span_id: str | None = None
     event_id: str | None = None
+    # The span's trace, where the format gives one with its span id (OTLP exports).
+    trace_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The reference as JSON, without the fields the format does not give."""
@@ -57,6 +59,8 @@ class StepRef:
             out["span_id"] = self.span_id
         if self.event_id is not None:
             out["event_id"] = self.event_id
+        if self.trace_id is not None:
+            out["trace_id"] = self.trace_id
         return out
 
 

@@ -15,6 +15,7 @@ from admiss.traces.steps import Skipped, Step, StepRef
 FIXTURE = Path(__file__).parent / "fixtures" / "otel_genai.json"
 SPANS = "resourceSpans[0].scopeSpans[0].spans"
 CHAT1, CHAT2, CHAT3 = "0f1e2d3c4b5a6978", "2b3c4d5e6f708192", "4d5e6f7081920314"
+TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"  # every span's traceId in the fixture
 
 
 def at(span, attribute=None, rest=""):
@@ -22,7 +23,7 @@ def at(span, attribute=None, rest=""):
 
 
 def ref(path, span_id, index=None, call_id=None):
-    return StepRef("otel_genai", path, message_index=index, tool_call_id=call_id, span_id=span_id)
+    return StepRef("otel_genai", path, message_index=index, tool_call_id=call_id, span_id=span_id, trace_id=TRACE)
 
 
 def test_fixture_reads_to_exact_steps():

@@ -1,0 +1,192 @@
+"""``admiss check`` as a real process exporting gen_ai.evaluation.result events through the
+real OpenTelemetry SDK and OTLP/HTTP exporter to a loopback receiver (otlp_receiver.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from otlp_receiver import attributes_of, events
+
+TRACES = Path(__file__).parent.parent / "traces"
+PYDANTIC_AI_TRACE = TRACES / "fixtures" / "otel_pydantic_ai.json"  # written by pydantic-ai (producers/)
+
+RUBRIC = """RUBRIC ops "Operator claims"
+PROPERTY named_operator "Named operator evidence comes from a filing" {
+  ADMIT verified_external_source
+  FORBID summary
+  REJECT SHORTCUT "news article"
+}
+CHAIN answer {
+  RUNG draft MODEL "openai/gpt-5-mini" {
+    GATE non_empty ON ABSTAIN fail_closed
+    GATE json_valid
+  }
+}
+"""
+BUNDLE = {
+    "prompt": "Who operates the Permian assets?",
+    "evidence": [
+        {"kind": "verified_external_source", "detail": "10-K names the operator.", "source_label": "10-K filing"},
+        {"kind": "summary", "detail": "A summary says so.", "source_label": "recap"},
+        {"kind": "verified_external_source", "detail": "A news story.", "source_label": "news article"},
+        {"kind": "reasoning_trace", "detail": "I think so.", "source_label": "thoughts"},
+    ],
+    "candidates": [{"rung": "draft", "model": "openai/gpt-5-mini", "output": "not json", "cost_usd": 0.0004}],
+}
+
+
+def plain_env(**more: str) -> dict[str, str]:
+    """This environment without any OTEL_* variable, plus ``more``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    return {**env, **more}
+
+
+def check(folder: Path, *args: str, env: dict[str, str], importtime: bool = False) -> subprocess.CompletedProcess:
+    command = [sys.executable, *(["-X", "importtime"] if importtime else []), "-m", "admiss", "check", *args]
+    return subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=120)
+
+
+def write_case(folder: Path, config: str | None = None) -> tuple[Path, Path]:
+    (folder / "ops.rubric").write_text(RUBRIC)
+    (folder / "bundle.json").write_text(json.dumps(BUNDLE))
+    if config is not None:
+        (folder / "admiss.toml").write_text(config)
+    return folder / "ops.rubric", folder / "bundle.json"
+
+
+def by_name(receiver) -> dict[str, dict]:
+    return {attributes_of(r)["gen_ai.evaluation.name"]: attributes_of(r) for r in events(receiver)}
+
+
+def assert_bundle_events(receiver) -> None:
+    assert receiver.wait_for(lambda r: len(events(r)) >= 3)
+    got = by_name(receiver)
+    assert set(got) == {"named_operator", "non_empty", "json_valid"}
+    prop = got["named_operator"]
+    assert prop["gen_ai.evaluation.score.label"] == "yes"
+    assert prop["gen_ai.evaluation.score.value"] == 1.0
+    assert prop["gen_ai.evaluation.explanation"]
+    assert (prop["admiss.evidence.admitted"], prop["admiss.excluded.forbidden"], prop["admiss.excluded.inadmissible"],
+            prop["admiss.excluded.shortcut_rejected"]) == (1, 1, 1, 1)
+    assert (prop["admiss.rubric"], prop["admiss.evaluation.kind"]) == ("ops", "property")
+    passed, failed = got["non_empty"], got["json_valid"]
+    assert (passed["gen_ai.evaluation.score.label"], passed["admiss.gate.on_abstain"]) == ("pass", "fail_closed")
+    assert (failed["gen_ai.evaluation.score.label"], failed["admiss.gate.on_abstain"]) == ("fail", "fail_open")
+    assert failed["gen_ai.evaluation.explanation"]  # the gate's reason
+    assert (failed["admiss.chain"], failed["admiss.rung"], failed["admiss.gate.position"]) == ("answer", "draft", 1)
+    assert isinstance(failed["admiss.gate.cost_usd"], float)
+
+
+def test_otel_variables_send_one_event_per_property_and_gate(tmp_path, receiver):
+    rubric, bundle = write_case(tmp_path)
+    result = check(tmp_path, "--rubric", str(rubric), str(bundle),
+                   env=plain_env(OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url, OTEL_SERVICE_NAME="checks"))
+    assert result.returncode == 1, result.stderr  # the json_valid gate fails the chain
+    assert_bundle_events(receiver)
+    resources = {resource["service.name"] for resource, _ in receiver.log_records()}
+    assert resources == {"checks"}
+    assert all(record.event_name == "gen_ai.evaluation.result" for _, record in receiver.log_records())
+
+
+def test_telemetry_table_in_admiss_toml_turns_it_on(tmp_path, receiver):
+    rubric, bundle = write_case(tmp_path, f'[telemetry]\nendpoint = "{receiver.url}"\nservice_name = "from-toml"\n')
+    result = check(tmp_path, "--rubric", str(rubric), str(bundle), env=plain_env())
+    assert result.returncode == 1, result.stderr
+    assert_bundle_events(receiver)
+    assert {resource["service.name"] for resource, _ in receiver.log_records()} == {"from-toml"}
+
+
+def test_otel_variables_win_over_the_table(tmp_path, receiver):
+    rubric, bundle = write_case(tmp_path, f'[telemetry]\nendpoint = "{receiver.url}"\n')
+    result = check(tmp_path, "--rubric", str(rubric), str(bundle), env=plain_env(OTEL_LOGS_EXPORTER="none"))
+    assert result.returncode == 1, result.stderr
+    assert not receiver.wait_for(lambda r: r.log_records(), timeout_s=2)
+
+
+def test_sdk_disabled_sends_nothing(tmp_path, receiver):
+    rubric, bundle = write_case(tmp_path)
+    result = check(tmp_path, "--rubric", str(rubric), str(bundle),
+                   env=plain_env(OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url, OTEL_SDK_DISABLED="true"))
+    assert result.returncode == 1, result.stderr
+    assert not receiver.wait_for(lambda r: r.log_records(), timeout_s=2)
+
+
+def test_off_imports_no_opentelemetry(tmp_path):
+    _, bundle = write_case(tmp_path, '[serve]\nstore = "r.db"\n')
+    rubric = tmp_path / "plain.rubric"
+    rubric.write_text(RUBRIC.split("CHAIN")[0])
+    result = check(tmp_path, "--rubric", str(rubric), str(bundle), env=plain_env(), importtime=True)
+    assert result.returncode == 0, result.stderr
+    imported = [line for line in result.stderr.splitlines() if line.startswith("import time:")]
+    assert imported and not [line for line in imported if "opentelemetry" in line or "integrations.otel" in line]
+    # Nor the config reader, for a config with no [telemetry] table and a rubric with no chain.
+    assert not [line for line in imported if line.rstrip().endswith("admiss.config")]
+
+
+def test_a_bad_telemetry_table_is_a_located_error(tmp_path):
+    rubric, bundle = write_case(tmp_path, '[telemetry]\nendpoint = "127.0.0.1:4318"\n')
+    result = check(tmp_path, "--rubric", str(rubric), str(bundle), env=plain_env())
+    assert result.returncode == 2
+    assert "admiss.toml:2:1" in result.stderr and "telemetry.endpoint must start with http://" in result.stderr
+    assert "Traceback" not in result.stderr
+    (tmp_path / "admiss.toml").write_text("[telemetry]\nendpiont = \"http://127.0.0.1:4318\"\n")
+    result = check(tmp_path, "--rubric", str(rubric), str(bundle), env=plain_env())
+    assert result.returncode == 2 and "did you mean 'endpoint'?" in result.stderr
+
+
+def test_jobs_workers_send_every_bundles_events(tmp_path, receiver):
+    rubric, _ = write_case(tmp_path)
+    lines = tmp_path / "many.jsonl"
+    lines.write_text("".join(json.dumps(BUNDLE) + "\n" for _ in range(40)))
+    result = check(tmp_path, "--rubric", str(rubric), "--jobs", "2", "--format", "json", str(lines),
+                   env=plain_env(OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url))
+    assert result.returncode == 1, result.stderr
+    assert receiver.wait_for(lambda r: len(events(r)) >= 120)
+    names = [attributes_of(r)["admiss.bundle"] for r in events(receiver)]
+    assert sorted(set(names)) == sorted(f"{lines}:{n}" for n in range(1, 41))
+    assert len(names) == 120
+
+
+def test_events_of_a_checked_otel_trace_name_the_span_they_evaluate(tmp_path, receiver):
+    (tmp_path / "any.rubric").write_text("PROPERTY tools { ADMIT procedurally_sound_tool_call }\n")
+    result = check(tmp_path, "--rubric", str(tmp_path / "any.rubric"), "--format", "json", str(PYDANTIC_AI_TRACE),
+                   env=plain_env(OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url))
+    assert result.returncode == 0, result.stderr
+    trace = json.loads(PYDANTIC_AI_TRACE.read_text())
+    spans = {s["spanId"]: s for rs in trace["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]}
+    assert receiver.wait_for(lambda r: events(r))
+    (record,) = events(receiver)
+    span_id, trace_id = record.span_id.hex(), record.trace_id.hex()
+    assert span_id in spans and spans[span_id]["traceId"] == trace_id
+    # The span of the admitted tool call: its lookup_booking call.
+    assert "lookup_booking" in json.dumps(spans[span_id])
+
+
+def test_a_batch_larger_than_the_exporters_queue_loses_no_event(tmp_path, receiver):
+    (tmp_path / "one.rubric").write_text(RUBRIC.split("CHAIN")[0])
+    lines = tmp_path / "many.jsonl"
+    count = 1000  # events, one property each: far past the queue of 64 set here
+    lines.write_text("".join(json.dumps({"evidence": BUNDLE["evidence"]}) + "\n" for _ in range(count)))
+    small_queue = {"OTEL_BLRP_MAX_QUEUE_SIZE": "64", "OTEL_BLRP_MAX_EXPORT_BATCH_SIZE": "64"}
+    result = check(tmp_path, "--rubric", str(tmp_path / "one.rubric"), "--format", "json", str(lines),
+                   env=plain_env(OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url, **small_queue))
+    assert result.returncode == 0, result.stderr
+    assert receiver.wait_for(lambda r: len(events(r)) >= count, timeout_s=10)
+    assert len({attributes_of(r)["admiss.bundle"] for r in events(receiver)}) == count
+
+
+def test_without_the_extra_installed_the_check_runs_and_says_so(tmp_path):
+    rubric, bundle = write_case(tmp_path)
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    # A module of that name that is no package: importing opentelemetry.sdk fails as when it is not installed.
+    (shadow / "opentelemetry.py").write_text("")
+    env = plain_env(OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:9", PYTHONPATH=str(shadow))
+    result = check(tmp_path, "--rubric", str(rubric), "--format", "json", str(bundle), env=env)
+    assert result.returncode == 1, result.stderr  # the chain's json_valid gate fails, as without telemetry
+    assert json.loads(result.stdout)["verdict"] == "fail"
+    assert "pip install 'admiss[otel]'" in result.stderr and "Traceback" not in result.stderr

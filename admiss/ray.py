@@ -100,15 +100,16 @@ def _expanded(paths: Iterable[str | Path]) -> list[str]:
     return out
 
 
-def _ranges(names: list[str], jobs: int, min_bytes: int = PIECE_BYTES) -> list[_Range]:
+def _ranges(names: list[str], jobs: int, min_bytes: int | None = None) -> list[_Range]:
     """The input files cut into ranges, in input order: a local file at line boundaries
-    (as ``--jobs`` cuts it for ``jobs`` workers, each at least ``min_bytes``), a URI whole."""
+    (as ``--jobs`` cuts it for ``jobs`` workers, each at least ``min_bytes``, by default
+    ``PIECE_BYTES``), a URI whole."""
     ranges = []
     for file, name in enumerate(names):
         if "://" in name:
             ranges.append(_Range(file, name, name, 0, -1, 1))
             continue
-        for piece in cut_pieces([Path(name)], jobs, min_bytes):
+        for piece in cut_pieces([Path(name)], jobs, min_bytes or PIECE_BYTES):
             ranges.append(_Range(file, name, None, piece.start, piece.end, piece.first_line))
     return ranges
 
@@ -406,17 +407,13 @@ def _dataset_segments(dataset: Any, run: _RecordingRun, actors: int) -> Iterator
     """The segments of a Ray dataset of lines, checked in batches by an actor pool, in order."""
     import ray.data
 
-    options = ray.data.DataContext.get_current().execution_options
-    kept, options.preserve_order = options.preserve_order, True
-    try:
-        checked = dataset.map_batches(_BatchChecker, fn_constructor_args=(run,), batch_size=BATCH_SIZE,
-                                      compute=ray.data.ActorPoolStrategy(size=actors), batch_format="numpy", num_cpus=1)
-        for row in checked.iter_rows():  # one row per segment: a file's run in a batch
-            yield {**row, "file": int(row["file"]), "bundles": int(row["bundles"]),
-                   "verdicts": [int(n) for n in row["verdicts"]], "reasons": [int(n) for n in row["reasons"]],
-                   "model_costs": [float(c) for c in row["model_costs"]], "gate_costs": [float(c) for c in row["gate_costs"]]}
-    finally:
-        options.preserve_order = kept
+    checked = dataset.map_batches(_BatchChecker, fn_constructor_args=(run,), batch_size=BATCH_SIZE,
+                                  compute=ray.data.ActorPoolStrategy(size=actors), batch_format="numpy", num_cpus=1)
+    checked.context.execution_options.preserve_order = True  # this dataset's own context
+    for row in checked.iter_rows():  # one row per segment: a file's run in a batch
+        yield {**row, "file": int(row["file"]), "bundles": int(row["bundles"]),
+               "verdicts": [int(n) for n in row["verdicts"]], "reasons": [int(n) for n in row["reasons"]],
+               "model_costs": [float(c) for c in row["model_costs"]], "gate_costs": [float(c) for c in row["gate_costs"]]}
 
 
 def _is_dataset(value: Any) -> bool:
@@ -465,9 +462,9 @@ def check_dataset(dataset_or_paths: Any, rubric: Rubric | str | Path, output: st
             segments = _Scheduler(run, _ranges(names, jobs), concurrency, started, check_while_starting).in_order()
         for segment in segments:
             output_files.add(segment)
-        output_files.finished()
         if started is not None:
             started.result()  # Ray failed to start: an error, even if this process checked all
+        output_files.finished()
     result = output_files.summary()
     write_atomically(folder / "summary.json", json.dumps(result, indent=2) + "\n")
     return result

@@ -149,7 +149,8 @@ class _RecordingRun(CheckRun):
         self.shown_items: list[tuple[str, Any]] = []
 
     def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state, shown_items=[])
+        super().__setstate__(state)
+        self.shown_items = []
 
     def report_outcome(self, report, name: str):
         self.shown_items.append((name, report))

@@ -1,16 +1,29 @@
-"""Checking bundles on a Ray cluster with Ray Data: the only module that imports ray.
+"""Checking bundles on a Ray cluster: the only module that imports ray.
 
-``check_dataset`` reads JSON Lines of bundles (local paths and globs, or any URI that
-pyarrow's filesystems open, such as ``s3://``), checks them in a pool of Ray actors, and
-writes into an output folder:
+``check_dataset`` checks JSON Lines of bundles (local paths and globs, or any URI that
+pyarrow's filesystems open, such as ``s3://``) in a pool of Ray actors, and writes into an
+output folder:
 
 - ``reports.jsonl``: one line per bundle, in input order, byte for byte what
   ``admiss check --format json`` prints for the same files (errors as error lines);
 - ``properties.parquet/``: one row per bundle and property, for analysis;
 - ``summary.json``: counts by verdict and by exclusion reason, and the chains' spend.
 
-Files are read as bytes and split into lines here, so a bad line becomes its bundle's
-error report, never a failed Ray task. Each actor checks one bundle at a time, so a gate
+How it runs, and why (measured over 200,000 bundles on two cores, docs/ray.md): the
+driver cuts the files into byte ranges at line boundaries (admiss/pieces.py, as
+``--jobs`` does) and hands one range at a time to each actor; an actor reads its range,
+checks every line with the rubric it compiled once, and sends back one *segment*: the
+range's reports as one bytes object, its error texts, its Parquet rows as one Arrow table
+and its counts. The driver writes segments in input order as they complete, so its work
+is per range, never per bundle, and nothing is sorted. Ray Data is not used for files:
+reading lines into a dataset, mapping and sorting it cost more than the checking. A Ray
+dataset of lines (:func:`lines_dataset`) is still accepted, checked in batches by an actor
+pool the same way. Lines are read as bytes, so a bad line becomes its bundle's error
+report, never a failed Ray task.
+
+Starting Ray costs some 7 CPU-seconds on two cores (nine processes, most of them
+importing ray), what checking some 130,000 bundles costs one process, so the driver checks
+ranges itself until every actor has sent back its first: start-up time is spent checking. Each actor checks one bundle at a time, so a gate
 chain's model calls are bounded by the actor count (``concurrency``) times one rung's gates.
 Install with ``pip install 'admiss[ray]'``.
 """
@@ -21,36 +34,61 @@ import contextlib
 import glob
 import json
 import logging
+import math
 import os
 import sys
 import warnings
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import ray
-import ray.data
 
 from admiss.api import Rubric, load
 from admiss.checkrun import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_PASS, CheckOptions, CheckRun
 from admiss.config import find_config
 from admiss.errors import AdmissError
 from admiss.files import atomic_writer, refuse_overwriting_inputs, write_atomically
-from admiss.pieces import cut_pieces
-from admiss.units import no_bundles
+from admiss.pieces import MIN_PIECE_BYTES, PIECES_PER_JOB, cut_pieces
+from admiss.units import no_bundles, units_of
 
 # What check_dataset writes into its output folder.
 OUTPUT_FILES = ("reports.jsonl", "properties.parquet", "summary.json")
-# Lines per block handed to an actor.
-BATCH_SIZE = 256
-# Orders rows: file number × this + line number.
-_LINES_PER_FILE = 1 << 40
-# The Parquet rows' types, fixed: inferred per block, a block whose bundles all failed has
-# null-typed columns, and files of one folder would disagree (readers refuse to merge them).
+# Lines per batch handed to an actor when the input is a Ray dataset.
+BATCH_SIZE = 4096
+# Ranges are at least this large and about this many per actor: small enough that the
+# last ones even out the actors' ends and the driver's start-up share, large enough that
+# a range's round trip (about a millisecond) is lost in its checking (1,000 bundles take
+# some 50 ms).
+PIECE_BYTES = 1 << 20
+PIECES_PER_ACTOR = 64
+# Ranges queued at each actor, so it never waits for the driver between two.
+QUEUED_PER_ACTOR = 2
+# The Parquet file written in properties.parquet/ (one row group per segment, in order).
+PARQUET_PART = "part-0.parquet"
+# The Parquet rows' types, fixed: a segment whose bundles all failed has no property
+# names, and inferred types would be null there (readers refuse to merge such files).
 _PROPERTY_SCHEMA = pa.schema([
     ("bundle", pa.string()), ("bundle_verdict", pa.string()), ("property", pa.string()), ("verdict", pa.string()),
     ("evidence", pa.int64()), ("forbidden", pa.int64()), ("inadmissible", pa.int64()),
     ("shortcut_rejected", pa.int64()), ("error_code", pa.string())])
+_REASONS = ("forbidden", "inadmissible", "shortcut-rejected")
+
+
+class _Range(NamedTuple):
+    """A piece of one input file: bytes [start, end) from line ``first_line`` on; end -1
+    with first_line 0 for a local file read whole as one bundle (a .json file, or one that
+    cannot be read), end -1 with first_line 1 for a URI read whole as JSON Lines."""
+
+    file: int
+    path: str
+    uri: str | None
+    start: int
+    end: int
+    first_line: int
 
 
 def _expanded(paths: Iterable[str | Path]) -> list[str]:
@@ -62,182 +100,421 @@ def _expanded(paths: Iterable[str | Path]) -> list[str]:
     return out
 
 
-def _read_lines(piece: dict[str, Any]) -> list[dict[str, Any]]:
-    """A piece's lines as rows (file, line, path, text). A piece without a bundle gives one
-    row with no text and line 0 (sorted after its file's lines): the writer reports E180
-    for a file whose pieces all gave none. Runs in a Ray task."""
-    import pyarrow.fs
+def _ranges(names: list[str], jobs: int, min_bytes: int | None = None) -> list[_Range]:
+    """The input files cut into ranges, in input order: a local file at line boundaries
+    (as ``--jobs`` cuts it for ``jobs`` workers, each at least ``min_bytes``, by default
+    ``PIECE_BYTES``), a URI whole."""
+    ranges = []
+    for file, name in enumerate(names):
+        if "://" in name:
+            ranges.append(_Range(file, name, name, 0, -1, 1))
+            continue
+        for piece in cut_pieces([Path(name)], jobs, min_bytes or PIECE_BYTES):
+            ranges.append(_Range(file, name, None, piece.start, piece.end, piece.first_line))
+    return ranges
 
-    filesystem, where = pyarrow.fs.FileSystem.from_uri(piece["uri"])
-    with filesystem.open_input_file(where) as stream:
-        stream.seek(piece["start"])
-        data = stream.read() if piece["end"] < 0 else stream.read(piece["end"] - piece["start"])
-    rows = [{"file": piece["file"], "line": number, "path": piece["path"], "text": line}
-            for number, line in enumerate(data.split(b"\n"), start=piece["first_line"]) if line.strip()]
-    return rows or [{"file": piece["file"], "line": 0, "path": piece["path"], "text": None}]
+
+def _range_units(piece: _Range) -> Iterator[Any]:
+    """The bundles of a range as units (path, line, text), or an AdmissError in place of a
+    local file that cannot be read."""
+    if piece.uri is None and piece.end < 0:
+        yield from units_of([Path(piece.path)])
+        return
+    if piece.uri is None:
+        try:
+            with open(piece.path, "rb") as stream:
+                stream.seek(piece.start)
+                data = stream.read(piece.end - piece.start)
+        except OSError:  # gone since it was cut: its reader says why, in its place
+            yield from units_of([Path(piece.path)])
+            return
+    else:
+        import pyarrow.fs
+
+        filesystem, where = pyarrow.fs.FileSystem.from_uri(piece.uri)
+        with filesystem.open_input_file(where) as stream:
+            data = stream.read()
+    for number, line in enumerate(data.split(b"\n"), start=piece.first_line):
+        if line.strip():
+            yield piece.path, number, line
 
 
-class _Checker:
-    """A Ray actor's checker: the check run (with its compiled rubric) built once."""
+class _RecordingRun(CheckRun):
+    """A check run that keeps what it shows (each report, or each error, with its name),
+    so a segment's Parquet rows and counts come from the reports themselves: parsing the
+    JSON written back took longer than checking the bundle (81 µs against 55 µs)."""
 
-    def __init__(self, run: CheckRun):
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.shown_items: list[tuple[str, Any]] = []
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        self.shown_items = []
+
+    def report_outcome(self, report, name: str):
+        self.shown_items.append((name, report))
+        return super().report_outcome(report, name)
+
+    def error_outcome(self, error: AdmissError, name: str):
+        self.shown_items.append((name, error))
+        return super().error_outcome(error, name)
+
+    def taken(self) -> list[tuple[str, Any]]:
+        """What was shown since the last call."""
+        items, self.shown_items = self.shown_items, []
+        return items
+
+
+def _segment(run: _RecordingRun, file: int, path: str, units: Iterable[Any]) -> dict[str, Any]:
+    """The outcomes of consecutive bundles of one file, as one record: their reports and
+    error texts joined, their Parquet rows as Arrow IPC bytes, their counts."""
+    reports: list[bytes] = []
+    errors: list[str] = []
+    verdicts = {"pass": 0, "fail": 0, "error": 0}
+    for unit in units:
+        shown, error, _, verdict = run.outcome(unit)
+        if shown is not None:
+            reports.append(shown)
+        if error is not None:
+            errors.append(error + "\n")
+        verdicts[verdict] += 1
+    columns: dict[str, list] = {name: [] for name in _PROPERTY_SCHEMA.names}
+    reasons = dict.fromkeys(_REASONS, 0)
+    model_costs: list[float] = []
+    gate_costs: list[float] = []
+    for name, shown in run.taken():
+        if isinstance(shown, AdmissError):
+            _add_row(columns, name, "error", None, None, 0, {}, shown.diagnostics[0].code)
+            continue
+        for result in shown.properties:
+            counts = dict.fromkeys(_REASONS, 0)
+            for _, exclusion in result.excluded:
+                counts[exclusion.reason] += 1
+                reasons[exclusion.reason] += 1
+            _add_row(columns, name, shown.verdict, result.prop.name, result.verdict, len(result.evidence), counts, None)
+        if shown.chain is not None:
+            model_costs.append(shown.chain.model_cost_usd)
+            gate_costs.append(shown.chain.gate_cost_usd)
+    return {"file": file, "path": path, "bundles": sum(verdicts.values()),
+            "reports": b"".join(report + b"\n" for report in reports), "errors": "".join(errors),
+            "properties": _ipc_bytes(pa.table(columns, schema=_PROPERTY_SCHEMA)),
+            "verdicts": [verdicts["pass"], verdicts["fail"], verdicts["error"]],
+            "reasons": [reasons[reason] for reason in _REASONS], "model_costs": model_costs, "gate_costs": gate_costs}
+
+
+def _add_row(columns: dict[str, list], bundle: str, bundle_verdict: str, prop: str | None, verdict: str | None,
+             evidence: int, reasons: dict[str, int], error_code: str | None) -> None:
+    for name, value in (("bundle", bundle), ("bundle_verdict", bundle_verdict), ("property", prop),
+                        ("verdict", verdict), ("evidence", evidence), ("forbidden", reasons.get("forbidden", 0)),
+                        ("inadmissible", reasons.get("inadmissible", 0)),
+                        ("shortcut_rejected", reasons.get("shortcut-rejected", 0)), ("error_code", error_code)):
+        columns[name].append(value)
+
+
+def _ipc_bytes(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def _checked_range(run: _RecordingRun, piece: _Range) -> dict[str, Any]:
+    return _segment(run, piece.file, piece.path, _range_units(piece))
+
+
+class _RangeChecker:
+    """A Ray actor: the check run (with its compiled rubric) unpickled once, then ranges."""
+
+    def __init__(self, run: _RecordingRun):
+        self.run = run
+
+    def check(self, piece: _Range) -> dict[str, Any]:
+        return _checked_range(self.run, piece)
+
+
+class _BatchChecker:
+    """A Ray Data actor: a batch of (file, line, path, text) rows checked into one segment
+    per file run in it. A row without text stands for a piece without bundles."""
+
+    def __init__(self, run: _RecordingRun):
         self.run = run
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list]:
-        out: dict[str, list] = {"order": [], "file": [], "line": [], "bundle": [], "verdict": [], "report": [],
-                                "error": []}
-        for file, line, path, text in zip(batch["file"], batch["line"], batch["path"], batch["text"]):
-            line, path = int(line), str(path)
-            name = f"{path}:{line}" if line else path
-            if text is None:
-                shown, error, _, verdict = self.run.error_outcome(no_bundles(path), path)
-            else:
-                shown, error, _, verdict = self.run.outcome((path, line, bytes(text)))
-            out["order"].append(int(file) * _LINES_PER_FILE + (line or _LINES_PER_FILE - 1))
-            out["file"].append(int(file))
-            out["line"].append(line)
-            out["bundle"].append(name)
-            out["verdict"].append(verdict)
-            out["report"].append(shown.decode("utf-8"))
-            out["error"].append(error or "")
-        return out
+        segments: list[dict[str, Any]] = []
+        rows = list(zip(batch["file"], batch["line"], batch["path"], batch["text"]))
+        start = 0
+        while start < len(rows):
+            file = int(rows[start][0])
+            end = start
+            while end < len(rows) and int(rows[end][0]) == file:
+                end += 1
+            units = [(str(path), int(line), bytes(text)) for _, line, path, text in rows[start:end] if text is not None]
+            segments.append(_segment(self.run, file, str(rows[start][2]), units))
+            start = end
+        return {key: [segment[key] for segment in segments] for key in segments[0]} if segments else {}
 
 
-def _property_rows(row: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per property of a report (one row for a bundle that could not be checked)."""
-    report = json.loads(row["report"])
-    if "error" in report:
-        return [{"bundle": row["bundle"], "bundle_verdict": "error", "property": None, "verdict": None,
-                 "evidence": 0, "forbidden": 0, "inadmissible": 0, "shortcut_rejected": 0,
-                 "error_code": report["error"][0]["code"]}]
-    rows = []
-    for prop in report["properties"]:
-        reasons = [entry["reason"] for entry in prop["excluded"]]
-        rows.append({"bundle": row["bundle"], "bundle_verdict": report["verdict"], "property": prop["name"],
-                     "verdict": prop["verdict"], "evidence": len(prop["evidence"]),
-                     "forbidden": reasons.count("forbidden"), "inadmissible": reasons.count("inadmissible"),
-                     "shortcut_rejected": reasons.count("shortcut-rejected"), "error_code": None})
-    return rows
-
-
-class _Summary:
-    """Counts by verdict and by exclusion reason, and the chains' spend, added up in order."""
-
-    def __init__(self) -> None:
-        self.by_verdict = {"pass": 0, "fail": 0, "error": 0}
-        self.by_reason = {"forbidden": 0, "inadmissible": 0, "shortcut-rejected": 0}
-        self.model_cost = self.gate_cost = 0.0
-
-    def add(self, verdict: str, report: dict[str, Any]) -> None:
-        self.by_verdict[verdict] += 1
-        for prop in report.get("properties", ()):
-            for entry in prop["excluded"]:
-                self.by_reason[entry["reason"]] += 1
-        chain = report.get("chain")
-        if chain:
-            self.model_cost += chain["model_cost_usd"]
-            self.gate_cost += chain["gate_cost_usd"]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"bundles": sum(self.by_verdict.values()), "by_verdict": self.by_verdict,
-                "by_exclusion_reason": self.by_reason,
-                "chain_spend": {"model_cost_usd": round(self.model_cost, 9), "gate_cost_usd": round(self.gate_cost, 9)}}
-
-
-def lines_dataset(paths: Iterable[str | Path], pieces_per_file: int = 8) -> "ray.data.Dataset":
-    """The lines of JSON Lines files as a dataset of (file, line, path, text) rows, in
+def lines_dataset(paths: Iterable[str | Path], pieces_per_file: int = 8) -> Any:
+    """The lines of JSON Lines files as a Ray dataset of (file, line, path, text) rows, in
     blocks: a local file is cut at line boundaries as ``admiss check --jobs`` cuts it, a
-    URI is read whole by one task."""
-    pieces = []
-    for file, name in enumerate(_expanded(paths)):
-        if "://" in name:
-            pieces.append({"file": file, "path": name, "uri": name, "start": 0, "end": -1, "first_line": 1})
-            continue
-        uri = os.path.abspath(name)
-        for piece in cut_pieces([Path(name)], pieces_per_file):
-            pieces.append({"file": file, "path": name, "uri": uri, "start": piece.start, "end": piece.end,
-                           "first_line": piece.first_line})
+    URI is read whole by one task. For pipelines that build their own dataset;
+    :func:`check_dataset` reads paths itself, faster."""
+    import ray.data
+
+    items = [piece._asdict() for piece in _ranges(_expanded(paths), pieces_per_file, MIN_PIECE_BYTES)]
     # Reading is light: it takes no CPU from the actors that check, and at most two tasks
     # read at once (zero-CPU tasks are otherwise started without bound).
-    return ray.data.from_items(pieces, override_num_blocks=len(pieces)).flat_map(
-        _read_lines, num_cpus=0, compute=ray.data.TaskPoolStrategy(size=2))
+    return ray.data.from_items(items, override_num_blocks=len(items)).flat_map(
+        _lines_of, num_cpus=0, compute=ray.data.TaskPoolStrategy(size=2))
+
+
+def _lines_of(item: dict[str, Any]) -> list[dict[str, Any]]:
+    """A range's lines as rows; a range without a bundle gives one row without text. A
+    file that cannot be read fails the task with its AdmissError."""
+    piece = _Range(**item)
+    rows = []
+    for unit in _range_units(piece):
+        if isinstance(unit, AdmissError):
+            raise unit
+        rows.append({"file": piece.file, "line": unit[1], "path": piece.path, "text": unit[2]})
+    return rows or [{"file": piece.file, "line": 0, "path": piece.path, "text": None}]
+
+
+class _Output:
+    """The output folder's files, written from segments in input order: reports and error
+    texts appended, a row group per segment, counts added up. A file none of whose segments
+    held a bundle gets its E180 error in its place, once."""
+
+    def __init__(self, folder: Path, run: _RecordingRun, errors: Any, stack: contextlib.ExitStack):
+        self.run, self.errors = run, errors
+        (folder / "properties.parquet").mkdir(parents=True, exist_ok=True)
+        self.reports = stack.enter_context(atomic_writer(folder / "reports.jsonl")).buffer
+        self.parquet_path = folder / "properties.parquet" / PARQUET_PART
+        self.parquet_tmp = self.parquet_path.with_name(f".{PARQUET_PART}.tmp")
+        stack.callback(self.parquet_tmp.unlink, missing_ok=True)  # a run that failed leaves none
+        self.parquet = pq.ParquetWriter(self.parquet_tmp, _PROPERTY_SCHEMA)
+        stack.callback(self.parquet.close)
+        self.verdicts = [0, 0, 0]
+        self.reasons = [0, 0, 0]
+        self.model_costs: list[float] = []
+        self.gate_costs: list[float] = []
+        self.file: tuple[int, str] | None = None
+        self.bundles_in_file = 0
+
+    def add(self, segment: dict[str, Any]) -> None:
+        if self.file is not None and self.file[0] != segment["file"]:
+            self.file_ended()
+        self.file = (segment["file"], segment["path"])
+        self.bundles_in_file += segment["bundles"]
+        self.written(segment)
+
+    def file_ended(self) -> None:
+        if self.file is not None and not self.bundles_in_file:
+            file, path = self.file
+            self.written(_segment(self.run, file, path, [no_bundles(path)]))
+        self.bundles_in_file = 0
+
+    def written(self, segment: dict[str, Any]) -> None:
+        self.reports.write(segment["reports"])
+        if segment["errors"] and self.errors is not None:
+            self.errors.write(segment["errors"])
+        table = pa.ipc.open_stream(segment["properties"]).read_all()
+        if table.num_rows:
+            self.parquet.write_table(table)
+        self.verdicts = [a + b for a, b in zip(self.verdicts, segment["verdicts"])]
+        self.reasons = [a + b for a, b in zip(self.reasons, segment["reasons"])]
+        self.model_costs.extend(segment["model_costs"])
+        self.gate_costs.extend(segment["gate_costs"])
+
+    def finished(self) -> None:
+        """The last file's E180 if it held no bundle; the Parquet file in its place."""
+        self.file_ended()
+        self.parquet.close()
+        os.replace(self.parquet_tmp, self.parquet_path)
+
+    def summary(self) -> dict[str, Any]:
+        by_verdict = dict(zip(("pass", "fail", "error"), self.verdicts))
+        # fsum: the spend is the same however the bundles were split into segments.
+        return {"bundles": sum(self.verdicts), "by_verdict": by_verdict, "by_exclusion_reason": dict(zip(_REASONS, self.reasons)),
+                "chain_spend": {"model_cost_usd": round(math.fsum(self.model_costs), 9),
+                                "gate_cost_usd": round(math.fsum(self.gate_costs), 9)}}
+
+
+class _Scheduler:
+    """Hands ranges to actors, ``QUEUED_PER_ACTOR`` at a time each, and yields segments in
+    input order. Until every actor has sent back a segment (Ray and the actors are still
+    starting), the driver checks the next range itself."""
+
+    def __init__(self, run: _RecordingRun, ranges: list[_Range], actors: int | None, started: Future | None,
+                 check_while_starting: bool):
+        self.run, self.ranges, self.actor_count, self.started = run, ranges, actors, started
+        self.check_while_starting = check_while_starting
+        self.pending = deque(range(len(ranges)))
+        self.done: dict[int, dict[str, Any]] = {}
+        self.actors: list[Any] | None = None
+        self.in_flight: dict[Any, tuple[int, int]] = {}
+        self.warm: set[int] = set()
+        self.checked_here = 0
+
+    def in_order(self) -> Iterator[dict[str, Any]]:
+        for index in range(len(self.ranges)):
+            while index not in self.done:
+                self.step()
+            yield self.done.pop(index)
+
+    def step(self) -> None:
+        if self.actors is None and (self.started is None or self.started.done() or not self.local_work()):
+            self.start_actors()
+        if self.local_work():
+            self.collect(timeout=0)
+            if self.local_work():
+                index = self.pending.popleft()
+                self.done[index] = _checked_range(self.run, self.ranges[index])
+                self.checked_here += 1
+        else:
+            self.collect(timeout=None)
+
+    def local_work(self) -> bool:
+        starting = self.actors is None or len(self.warm) < len(self.actors)
+        return bool(self.pending) and self.check_while_starting and starting
+
+    def start_actors(self) -> None:
+        if self.started is not None:
+            self.started.result()  # Ray's start-up error, if any, here
+        checker = ray.remote(num_cpus=1)(_RangeChecker)
+        self.actors = [checker.remote(self.run) for _ in range(self.actor_count or _cluster_cpus())]
+        for actor in range(len(self.actors)):
+            for _ in range(QUEUED_PER_ACTOR):
+                self.hand_out(actor)
+
+    def hand_out(self, actor: int) -> None:
+        if self.pending and self.actors is not None:
+            index = self.pending.popleft()
+            self.in_flight[self.actors[actor].check.remote(self.ranges[index])] = (actor, index)
+
+    def collect(self, timeout: float | None) -> None:
+        if not self.in_flight:
+            return
+        ready, _ = ray.wait(list(self.in_flight), num_returns=1, timeout=timeout)
+        for ref in ready:
+            actor, index = self.in_flight.pop(ref)
+            self.done[index] = ray.get(ref)
+            self.warm.add(actor)
+            self.hand_out(actor)
+
+
+def _dataset_segments(dataset: Any, run: _RecordingRun, actors: int) -> Iterator[dict[str, Any]]:
+    """The segments of a Ray dataset of lines, checked in batches by an actor pool, in order."""
+    import ray.data
+
+    checked = dataset.map_batches(_BatchChecker, fn_constructor_args=(run,), batch_size=BATCH_SIZE,
+                                  compute=ray.data.ActorPoolStrategy(size=actors), batch_format="numpy", num_cpus=1)
+    checked.context.execution_options.preserve_order = True  # this dataset's own context
+    for row in checked.iter_rows():  # one row per segment: a file's run in a batch
+        yield {**row, "file": int(row["file"]), "bundles": int(row["bundles"]),
+               "verdicts": [int(n) for n in row["verdicts"]], "reasons": [int(n) for n in row["reasons"]],
+               "model_costs": [float(c) for c in row["model_costs"]], "gate_costs": [float(c) for c in row["gate_costs"]]}
+
+
+def _is_dataset(value: Any) -> bool:
+    # A Ray dataset was built with ray.data imported; files alone never import it (it
+    # brings pandas: seconds of start-up).
+    data = sys.modules.get("ray.data")
+    return data is not None and isinstance(value, data.Dataset)
 
 
 def check_dataset(dataset_or_paths: Any, rubric: Rubric | str | Path, output: str | Path, *,
                   chain: str | None = None, report: str = "lean", concurrency: int | None = None,
-                  config: str | Path | None = None, offline: bool = False, errors: Any = None) -> dict[str, Any]:
+                  config: str | Path | None = None, offline: bool = False, errors: Any = None,
+                  starting: Callable[[], Any] | None = None, check_while_starting: bool = True) -> dict[str, Any]:
     """Check JSON Lines of bundles on Ray and write reports, Parquet and a summary into
     ``output``; the summary (also written as summary.json).
 
     ``dataset_or_paths`` is a path, a glob, a list of them (URIs too), or a Ray dataset of
     rows with ``file``, ``line``, ``path`` and ``text`` as :func:`lines_dataset` makes.
     ``concurrency`` is the number of actors (default: the cluster's CPUs). Error texts go
-    to ``errors`` (a text stream) when given, in input order.
+    to ``errors`` (a text stream) when given, in input order. ``starting`` starts Ray (it
+    runs in a thread while this process checks); with ``check_while_starting`` (files
+    only) this process checks ranges until every actor has checked one.
     """
     folder = Path(output)
-    given = None if isinstance(dataset_or_paths, ray.data.Dataset) else \
-        [dataset_or_paths] if isinstance(dataset_or_paths, (str, Path)) else list(dataset_or_paths)
+    dataset = _is_dataset(dataset_or_paths)
+    given = [] if dataset else [dataset_or_paths] if isinstance(dataset_or_paths, (str, Path)) \
+        else list(dataset_or_paths)
+    names = _expanded(given)
     source = None if isinstance(rubric, Rubric) else Path(rubric)
     config_file = find_config(Path(config) if config else None, source)
-    refuse_overwriting_inputs([folder / name for name in OUTPUT_FILES],
-                              [*_expanded(given or ()), *filter(None, (source, config_file))])
+    refuse_overwriting_inputs([folder / name for name in OUTPUT_FILES], [*names, *filter(None, (source, config_file))])
     if not isinstance(rubric, Rubric):
         rubric = load(rubric, config, offline)
-    run = CheckRun(CheckOptions(rubric=None, fmt="json", chain=chain, offline=offline, report=report), many=True, rubric=rubric)
-    lines = dataset_or_paths if given is None else lines_dataset(given)
-    actors = concurrency or max(1, int(ray.cluster_resources().get("CPU", 1)))
-    checked = lines.map_batches(
-        _Checker, fn_constructor_args=(run,), batch_size=BATCH_SIZE, compute=ray.data.ActorPoolStrategy(size=actors),
-        batch_format="numpy", num_cpus=1).materialize()
-    folder.mkdir(parents=True, exist_ok=True)
-    checked.flat_map(_property_rows).write_parquet(str(folder / "properties.parquet"), schema=_PROPERTY_SCHEMA)
-    summary = _Summary()
-    bundles_in_file: dict[int, int] = {}
-    with atomic_writer(folder / "reports.jsonl") as out:
-        for row in checked.sort("order").iter_rows():
-            file = row["file"]
-            if row["line"] == 0:  # a piece without bundles: E180 once, for a file without any
-                if bundles_in_file.get(file, 0):
-                    continue
-                bundles_in_file[file] = -1
-            else:
-                bundles_in_file[file] = 1
-            out.write(row["report"] + "\n")
-            summary.add(row["verdict"], json.loads(row["report"]))
-            if row["error"] and errors is not None:
-                errors.write(row["error"] + "\n")
-    result = summary.to_dict()
+    run = _RecordingRun(CheckOptions(rubric=None, fmt="json", chain=chain, offline=offline, report=report), many=True,
+                        rubric=rubric)
+    with ThreadPoolExecutor(1) as thread, contextlib.ExitStack() as stack:
+        started = thread.submit(starting) if starting is not None else None
+        output_files = _Output(folder, run, errors, stack)
+        if dataset:
+            if started is not None:
+                started.result()
+            segments = _dataset_segments(dataset_or_paths, run, concurrency or _cluster_cpus())
+        else:
+            # Cut for this machine's CPUs (or the actors asked for): the cluster may not be up yet.
+            jobs = (concurrency or os.cpu_count() or 1) * PIECES_PER_ACTOR // PIECES_PER_JOB
+            segments = _Scheduler(run, _ranges(names, jobs), concurrency, started, check_while_starting).in_order()
+        for segment in segments:
+            output_files.add(segment)
+        if started is not None:
+            started.result()  # Ray failed to start: an error, even if this process checked all
+        output_files.finished()
+    result = output_files.summary()
     write_atomically(folder / "summary.json", json.dumps(result, indent=2) + "\n")
     return result
 
 
+def _cluster_cpus() -> int:
+    return max(1, int(ray.cluster_resources().get("CPU", 1)))
+
+
 def _quiet() -> None:
-    """Ray's own chatter off: its INFO lines and progress log, the C++ core worker's log, its
-    warnings. For 3 bundles Ray printed some 60 lines that said nothing about them. Ray's
-    errors still come as exceptions, and admiss's own errors are still written."""
+    """Ray's own chatter off: its INFO lines, the C++ core worker's log, its warnings. For
+    3 bundles Ray printed some 60 lines that said nothing about them. Ray's errors still
+    come as exceptions, and admiss's own errors are still written."""
     # Read by the driver's core worker when ray.init starts it, so set before.
     os.environ["RAY_BACKEND_LOG_LEVEL"] = "fatal"
     logging.getLogger("ray").setLevel(logging.ERROR)
-    logging.getLogger("ray.data").setLevel(logging.ERROR)
     warnings.filterwarnings("ignore", module=r"ray(\.|$)")
-    context = ray.data.DataContext.get_current()
-    context.enable_progress_bars = False
-    context.print_on_execution_start = False
 
 
 @contextlib.contextmanager
-def _stderr_silenced():
-    """File descriptor 2 sent to /dev/null: the core worker's C++ log writes there when
-    ray.init starts it (a line saying which log level it read), past Python's logging. A
-    failed start still raises."""
+def _stderr_kept_from_ray() -> Iterator[None]:
+    """File descriptor 2 sent to /dev/null, and ``sys.stderr`` to a copy of the real one:
+    Ray's C++ core writes its log lines to fd 2 (one saying which log level it read, as
+    ray.init starts it in its thread), past Python's logging, while admiss's errors and any
+    Python error are still shown."""
+    shown = sys.stderr
     saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    stream = open(saved, "w", encoding=shown.encoding, errors=shown.errors, buffering=1, closefd=False)
+    os.dup2(devnull, 2)
+    sys.stderr = stream
     try:
-        os.dup2(devnull, 2)
         yield
     finally:
+        stream.flush()
+        sys.stderr = shown
         os.dup2(saved, 2)
         os.close(saved)
         os.close(devnull)
+
+
+def _ray_starter(address: str) -> Callable[[], None]:
+    def start() -> None:
+        if address == "local":
+            # A Ray instance of this machine's own, reached over loopback only.
+            ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False,
+                     _node_ip_address="127.0.0.1")
+        else:
+            ray.init(address=address, log_to_driver=False, configure_logging=False)
+    return start
 
 
 def run_on_ray(address: str, paths: list[Path], rubric: Path, output: Path, chain: str | None, report: str,
@@ -246,20 +523,14 @@ def run_on_ray(address: str, paths: list[Path], rubric: Path, output: Path, chai
     Ray's own logging is off unless ``verbose``."""
     if not verbose:
         _quiet()
-    with contextlib.nullcontext() if verbose else _stderr_silenced():
-        if address == "local":
-            # A Ray instance of this machine's own, reached over loopback only.
-            ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False,
-                     _node_ip_address="127.0.0.1")
-        else:
-            ray.init(address=address, log_to_driver=False, configure_logging=False)
-    try:
-        summary = check_dataset([str(p) for p in paths], rubric, output, chain=chain, report=report, config=config,
-                                offline=offline, errors=sys.stderr)
-    except AdmissError as error:  # the rubric or an input file cannot be read
-        sys.stderr.write(error.render() + "\n")
-        return EXIT_BAD_INPUT
-    finally:
-        ray.shutdown()
+    with contextlib.nullcontext() if verbose else _stderr_kept_from_ray():
+        try:
+            summary = check_dataset([str(p) for p in paths], rubric, output, chain=chain, report=report,
+                                    config=config, offline=offline, errors=sys.stderr, starting=_ray_starter(address))
+        except AdmissError as error:  # the rubric or an input file cannot be read
+            sys.stderr.write(error.render() + "\n")
+            return EXIT_BAD_INPUT
+        finally:
+            ray.shutdown()
     counts = summary["by_verdict"]
     return EXIT_BAD_INPUT if counts["error"] else EXIT_FAIL if counts["fail"] else EXIT_PASS

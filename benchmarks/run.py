@@ -45,6 +45,9 @@ def parsed_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--only", action="append", choices=sorted(SECTIONS), metavar="NAME", help=f"run only this section (repeatable): {', '.join(SECTIONS)}")
     parser.add_argument("--baseline-admiss", metavar="PATH", help="the admiss command of another checkout (main's, "
                         "say): the batch section times its --jobs 1 and 2 beside this checkout's, interleaved")
+    parser.add_argument("--ray-sizes", metavar="N,N,...", type=lambda text: tuple(int(n) for n in text.split(",")),
+                        help="bundle counts the ray section compares at (default 100000,1000000,5000000; "
+                        "quick 10000,100000)")
     return parser.parse_args(argv)
 
 
@@ -61,6 +64,8 @@ def load_text() -> str:
 def main(argv: list[str] | None = None) -> None:
     args = parsed_arguments(argv)
     settings = dataclasses.replace(settings_for(args.quick), baseline_admiss=args.baseline_admiss)
+    if args.ray_sizes:
+        settings = dataclasses.replace(settings, ray_sizes=args.ray_sizes)
     print(f"admiss benchmarks ({'quick' if args.quick else 'full'} run) — {machine_line()}; {load_text()}\n")
     for name in args.only or SECTIONS:
         start = time.perf_counter()

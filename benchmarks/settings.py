@@ -17,10 +17,12 @@ class Settings:
     compile_sizes: tuple[int, ...]
     # --baseline-admiss: another checkout's `admiss` command, timed beside this one's.
     baseline_admiss: str | None = None
+    # --ray-sizes: the bundle counts the ray section compares at.
+    ray_sizes: tuple[int, ...] = (100_000, 1_000_000, 5_000_000)
 
 
 def settings_for(quick: bool) -> Settings:
     """The settings of a full run, or of a quick one."""
     if quick:
-        return Settings(True, 0.05, 3, 3, 10_000, 2, (1_000, 10_000))
+        return Settings(True, 0.05, 3, 3, 10_000, 2, (1_000, 10_000), ray_sizes=(10_000, 100_000))
     return Settings(False, 0.2, 7, 10, 100_000, 3, (1_000, 10_000))

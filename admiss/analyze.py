@@ -26,6 +26,15 @@ _GATE_OPTIONS: dict[str, tuple[set[str], set[str]]] = {
     "consistency": ({"k", "threshold", "meaning_model"}, {"k"}),
     "tool_calls": ({"tools"}, set()),
 }
+
+
+def gate_options(kind: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The options (IR field names) a known gate kind takes, every gate's own included, and
+    those it requires."""
+    takes, required = _GATE_OPTIONS[kind]
+    return frozenset(takes | _COMMON_OPTIONS), frozenset(required)
+
+
 # The options that belong to particular gate kinds (ON ABSTAIN and BUDGET fit every kind).
 _KIND_OPTIONS = ("file", "cmd", "timeout_s", "model", "threshold", "rubric", "k", "properties", "meaning_model", "tools")
 

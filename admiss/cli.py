@@ -528,6 +528,20 @@ def serve(
     raise typer.Exit(serve_workers(spec, workers, host, port, grace_s))
 
 
+@app.command()
+def lsp() -> None:
+    """Run the rubric language server on standard input and output, for editors: diagnostics
+    as you type, formatting, hover, go to definition, references, completion and quick fixes
+    (https://github.com/admiss/admiss/blob/main/docs/editors.md). Needs the lsp extra.
+    """
+    try:
+        from admiss.lsp.server import run
+    except ImportError as error:
+        sys.stderr.write(f"admiss lsp needs the lsp extra: pip install 'admiss[lsp]' ({error})\n")
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    run()
+
+
 receipts_app = typer.Typer(help="Read a receipt store written by admiss serve.", no_args_is_help=True,
                            cls=_PlainHelpGroup, context_settings={"help_option_names": ["-h", "--help"]})
 app.add_typer(receipts_app, name="receipts")

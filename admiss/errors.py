@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Iterable
 
 import attrs
@@ -101,6 +102,15 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
     """A hint naming the closest of ``choices`` to ``word``, if any is close."""
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f"did you mean '{close[0]}'?" if close else None
+
+
+_SUGGESTED = re.compile(r"did you mean '([^']+)'\?")
+
+
+def suggestion(hint: str | None) -> str | None:
+    """The word a :func:`did_you_mean` hint suggests, for an editor's quick fix."""
+    found = _SUGGESTED.search(hint or "")
+    return found.group(1) if found else None
 
 
 class TraceError(AdmissError):

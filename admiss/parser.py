@@ -161,3 +161,14 @@ def syntax_diagnostic(exc: UnexpectedInput, source: Source) -> Diagnostic:
     message, span = _found(exc, source)
     hint = _special_hint(exc, source) or _hint(_expected(exc))
     return Diagnostic("E100", f"syntax error: {message}", span, hint=hint, file=source.name)
+
+
+def expected_after(text: str) -> tuple[list[Token], frozenset[str]] | None:
+    """The tokens of ``text`` and the terminals the grammar accepts next, by the parser's own
+    tables (for completion); None when ``text`` is not the start of a rubric."""
+    try:
+        interactive = _lark().parse_interactive(text)
+        tokens = list(interactive.iter_parse())
+        return tokens, frozenset(interactive.accepts())
+    except UnexpectedInput:
+        return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from admiss import ir
 from admiss.analyze import missing_gate_files
 from admiss.api import compile_problems
 from admiss.errors import Diagnostic, RubricSyntaxError
@@ -11,8 +12,8 @@ from admiss.lint.codes import ALL_RULES, RULES, UNUSED_SUPPRESSION, Rule
 from admiss.lint.config import LintConfig
 from admiss.lint.rules import Finding
 from admiss.lint.suppression import Suppression, suppressions
-from admiss.parser import parse_with_comments
-from admiss.source import Source
+from admiss.parser import Tree, parse_with_comments
+from admiss.source import Comment, Source
 
 
 def _diagnostic(rule: Rule, finding: Finding, file: str) -> Diagnostic:
@@ -36,13 +37,20 @@ def lint_source(text: str, name: str = "<string>", config: LintConfig = LintConf
         tree, comments = parse_with_comments(source)
     except RubricSyntaxError as error:
         return list(error.diagnostics)
+    return lint_tree(tree, comments, source, config, folder)[1]
+
+
+def lint_tree(tree: Tree, comments: tuple[Comment, ...], source: Source, config: LintConfig = LintConfig(),
+              folder: Path | None = None) -> tuple[ir.Rubric, list[Diagnostic]]:
+    """The IR lowering built from a parsed source, and every problem in it (see :func:`lint_source`)."""
+    name = source.name
     rubric, problems = compile_problems(tree, source)
     if folder is not None:
         problems = problems + missing_gate_files(rubric, folder, name)
     found = [_diagnostic(rule, finding, name)
              for rule in RULES if config.enabled(rule.code) for finding in rule.module.check(rubric)]
     kept, unused = _apply_suppressions(found, suppressions(source, comments), config, name)
-    return sorted(problems + kept + unused, key=_position)
+    return rubric, sorted(problems + kept + unused, key=_position)
 
 
 def _apply_suppressions(found: list[Diagnostic], marks: list[Suppression], config: LintConfig,

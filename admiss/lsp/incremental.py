@@ -74,7 +74,7 @@ def reparse(base: Parsed | None, text: str, name: str) -> Parsed:
     lines = text.count("\n") - base.text.count("\n")
     for item in after:
         _move(item, lines, shift)
-    tree = Tree("start", before + region.tree.children + after, base.tree.meta)
+    tree = _spanning(before + region.tree.children + after)
     comments = _comments_around(base.comments, region.comments, region_at, after, lines)
     return Parsed(text, tree, comments)
 
@@ -121,6 +121,17 @@ def _named(error: RubricSyntaxError | None, text: str, name: str) -> RubricSynta
     """The error of a padded parse, quoting the real text (its snippets show the real lines)."""
     assert error is not None
     return RubricSyntaxError(error.diagnostics, Source(name, text))
+
+
+def _spanning(items: list[Tree]) -> Tree:
+    """The start tree of ``items``, its position theirs (as the parser gives it)."""
+    tree = Tree("start", items)
+    if items:
+        first, last, meta = items[0].meta, items[-1].meta, tree.meta
+        meta.line, meta.column, meta.start_pos = first.line, first.column, first.start_pos
+        meta.end_line, meta.end_column, meta.end_pos = last.end_line, last.end_column, last.end_pos
+        meta.empty = False
+    return tree
 
 
 def _move(tree: Tree, lines: int, offset: int) -> None:

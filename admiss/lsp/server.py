@@ -146,28 +146,26 @@ def _hover(ls: RubricServer, params: lsp.HoverParams) -> lsp.Hover | None:
     return lsp.Hover(lsp.MarkupContent(lsp.MarkupKind.Markdown, text)) if text else None
 
 
-def _symbol_at(ls: RubricServer, uri: str, position: lsp.Position) -> tuple[list, _Positions, object]:
+def _locations(ls: RubricServer, uri: str, position: lsp.Position, declarations: bool,
+               uses: bool) -> list[lsp.Location]:
+    """Where the symbol under ``position`` is defined (``declarations``) and used (``uses``)."""
     analysis, positions = ls.current(uri)
     found = list(analysis.found)
-    return found, positions, symbols.at(found, *positions.point(position))
+    symbol = symbols.at(found, *positions.point(position))
+    if symbol is None:
+        return []
+    return [lsp.Location(uri, positions.range(o.span)) for o in symbols.same_symbol(found, symbol)
+            if (declarations if o.defines else uses)]
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
 def _definition(ls: RubricServer, params: lsp.DefinitionParams) -> list[lsp.Location]:
-    found, positions, symbol = _symbol_at(ls, params.text_document.uri, params.position)
-    if symbol is None:
-        return []
-    return [lsp.Location(params.text_document.uri, positions.range(o.span))
-            for o in symbols.same_symbol(found, symbol) if o.defines]
+    return _locations(ls, params.text_document.uri, params.position, declarations=True, uses=False)
 
 
 @server.feature(lsp.TEXT_DOCUMENT_REFERENCES)
 def _references(ls: RubricServer, params: lsp.ReferenceParams) -> list[lsp.Location]:
-    found, positions, symbol = _symbol_at(ls, params.text_document.uri, params.position)
-    if symbol is None:
-        return []
-    return [lsp.Location(params.text_document.uri, positions.range(o.span))
-            for o in symbols.same_symbol(found, symbol) if params.context.include_declaration or not o.defines]
+    return _locations(ls, params.text_document.uri, params.position, params.context.include_declaration, uses=True)
 
 
 @server.feature(lsp.TEXT_DOCUMENT_COMPLETION, lsp.CompletionOptions(trigger_characters=[" ", ","]))

@@ -158,17 +158,18 @@ class Rubric:
         return f"<admiss.Rubric {self.name!r}: {len(self.compiled.properties)} properties>"
 
 
-def compile_problems(tree: "Tree", source: Source) -> tuple[ir.Rubric, list[Diagnostic]]:
+def compile_problems(tree: "Tree", source: Source, memo: dict | None = None) -> tuple[ir.Rubric, list[Diagnostic]]:
     """The IR of a parsed source, and every structural and semantic problem in it, in source order.
 
-    The IR is what lowering could build; it is valid only when the list is empty.
+    The IR is what lowering could build; it is valid only when the list is empty. ``memo``
+    is lowering's (``admiss.lower.lower``).
     """
     from admiss.analyze import analyze
     from admiss.lower import lower
 
     # A rubric from a string with no RUBRIC header and no file name is called "rubric".
     stem = Path(source.name).stem if not source.name.startswith("<") else "rubric"
-    rubric, problems = lower(tree, source.name, stem or "rubric")
+    rubric, problems = lower(tree, source.name, stem or "rubric", memo)
     return rubric, sorted(problems + analyze(rubric, source.name), key=lambda d: (d.span.line, d.span.column))
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import PurePath
+from typing import Callable, TypeVar
 
 from admiss import ir
 from admiss.errors import Diagnostic
@@ -16,16 +17,24 @@ from admiss.limits import MAX_WHOLE_NUMBER_DIGITS
 from admiss.parser import Token, Tree
 from admiss.source import Span
 
+_Node = TypeVar("_Node")
+
 
 def _span(node: Tree | Token) -> Span:
     meta = node if isinstance(node, Token) else node.meta
     return Span(meta.line, meta.column, meta.end_line, meta.end_column)
 
 
+# What lowering made of each PROPERTY and CHAIN item, by the item's tree (see ``lower``).
+Memo = dict
+
+
 class _Lowering:
-    def __init__(self, file: str):
+    def __init__(self, file: str, memo: Memo | None = None):
         self.file = file
         self.diagnostics: list[Diagnostic] = []
+        self.memo = memo
+        self.seen: set[int] = set()
 
     def error(self, code: str, message: str, span: Span, hint: str | None = None) -> None:
         self.diagnostics.append(Diagnostic(code, message, span, hint=hint, file=self.file))
@@ -68,12 +77,27 @@ class _Lowering:
             name=name,
             title=title,
             kinds=tuple(r for c in tree.children if c.data == "kinds" for r in self.names(c.children[0])),
-            properties=tuple(self.property(c) for c in tree.children if c.data == "property"),
-            chains=tuple(self.chain(c) for c in tree.children if c.data == "chain"),
+            properties=tuple(self.item(c, self.property) for c in tree.children if c.data == "property"),
+            chains=tuple(self.item(c, self.chain) for c in tree.children if c.data == "chain"),
             mapping=self.single_mapping([c for c in tree.children if c.data == "mapping"]),
             source=self.file and PurePath(self.file).name,
             span=_span(tree) if tree.children else Span(1, 1, 1, 1),
         )
+
+    def item(self, tree: Tree, lowered: Callable[[Tree], _Node]) -> _Node:
+        """``lowered(tree)``, or what it gave for this very tree before when it still starts on
+        the same line (an item parsed again is a new tree; a kept one moves by whole lines)."""
+        if self.memo is None:
+            return lowered(tree)
+        self.seen.add(id(tree))
+        kept = self.memo.get(id(tree))
+        if kept is not None and kept[0] is tree and kept[1] == tree.meta.line:
+            self.diagnostics.extend(kept[3])
+            return kept[2]
+        start = len(self.diagnostics)
+        node = lowered(tree)
+        self.memo[id(tree)] = (tree, tree.meta.line, node, tuple(self.diagnostics[start:]))
+        return node
 
     def property(self, tree: Tree) -> ir.Property:
         keyword, name, *rest = tree.children
@@ -245,8 +269,16 @@ _MAP_OPTIONS = {"map_label": "label", "map_detail": "detail", "map_for": "proper
 _JSON_WORDS = {"true": True, "false": False, "null": None}
 
 
-def lower(tree: Tree, file: str, default_name: str) -> tuple[ir.Rubric, list[Diagnostic]]:
-    """The IR for a parse tree, and the structural problems found on the way."""
-    lowering = _Lowering(file)
+def lower(tree: Tree, file: str, default_name: str, memo: Memo | None = None) -> tuple[ir.Rubric, list[Diagnostic]]:
+    """The IR for a parse tree, and the structural problems found on the way.
+
+    ``memo`` (a dict kept by the caller between parses of one text, as the language server
+    does) lets the PROPERTY and CHAIN items that are the same trees as last time be reused
+    instead of lowered again; it is left holding the items of this tree only.
+    """
+    lowering = _Lowering(file, memo)
     rubric = lowering.rubric(tree, default_name)
+    if memo is not None:
+        for gone in set(memo) - lowering.seen:
+            del memo[gone]
     return rubric, lowering.diagnostics

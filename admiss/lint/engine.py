@@ -41,10 +41,11 @@ def lint_source(text: str, name: str = "<string>", config: LintConfig = LintConf
 
 
 def lint_tree(tree: Tree, comments: tuple[Comment, ...], source: Source, config: LintConfig = LintConfig(),
-              folder: Path | None = None) -> tuple[ir.Rubric, list[Diagnostic]]:
-    """The IR lowering built from a parsed source, and every problem in it (see :func:`lint_source`)."""
+              folder: Path | None = None, memo: dict | None = None) -> tuple[ir.Rubric, list[Diagnostic]]:
+    """The IR lowering built from a parsed source, and every problem in it (see :func:`lint_source`;
+    ``memo`` is lowering's, see ``admiss.lower.lower``)."""
     name = source.name
-    rubric, problems = compile_problems(tree, source)
+    rubric, problems = compile_problems(tree, source, memo)
     if folder is not None:
         problems = problems + missing_gate_files(rubric, folder, name)
     found = [_diagnostic(rule, finding, name)

@@ -3,9 +3,11 @@
 A rubric is a row of top-level items (RUBRIC, KINDS, PROPERTY, CHAIN, MAP), and the LALR
 parser is in the same state before each of them. So after an edit the items wholly before
 the changed text and the items starting on a line after it are kept, and only the text
-between them is parsed again, padded with blanks (newlines kept) so that its tokens get
-their true lines, columns and offsets. The kept items after the edit move by the lines and
-characters the edit added. A syntax error inside that text is where a full parse would find
+between them is parsed again, after as many newlines and blanks as put its tokens on their
+true lines and columns. The kept items after the edit move down by the lines the edit added.
+Character offsets are kept true for the top-level items alone (they are what finds the
+items around the next edit); tokens' offsets inside an item are not used after parsing
+(lowering and the linter read lines and columns), so they are left as they came. A syntax error inside that text is where a full parse would find
 it (the text before parsed, and the parser's state at its start is the same); one that runs
 into the end of that text (an unclosed block) is not, so then the rest of the file is parsed.
 
@@ -16,15 +18,11 @@ the whole round trip, full against incremental).
 
 from __future__ import annotations
 
-import re
-
 import attrs
 
 from admiss.errors import RubricSyntaxError
 from admiss.parser import Token, Tree, parse_with_comments
 from admiss.source import Comment, Source, Span
-
-_NOT_NEWLINE = re.compile(r"[^\n]")
 
 
 @attrs.frozen
@@ -35,6 +33,7 @@ class Parsed:
     tree: Tree | None
     comments: tuple[Comment, ...] = ()
     error: RubricSyntaxError | None = None
+    offset: int = 0
 
 
 def parse_text(text: str, name: str) -> Parsed:
@@ -74,6 +73,9 @@ def reparse(base: Parsed | None, text: str, name: str) -> Parsed:
     lines = text.count("\n") - base.text.count("\n")
     for item in after:
         _move(item, lines, shift)
+    for item in region.tree.children:
+        item.meta.start_pos += region.offset
+        item.meta.end_pos += region.offset
     tree = _spanning(before + region.tree.children + after)
     comments = _comments_around(base.comments, region.comments, region_at, after, lines)
     return Parsed(text, tree, comments)
@@ -104,7 +106,12 @@ def _common_suffix(a: str, b: str, prefix: int) -> int:
 
 
 def _padded_parse(text: str, start: int, end: int, name: str) -> Parsed:
-    return parse_text(_NOT_NEWLINE.sub(" ", text[:start]) + text[start:end], name)
+    """The parse of ``text[start:end]`` on its own lines and columns; ``offset`` is what its
+    tokens' offsets lack (the padding is shorter than the text it stands for)."""
+    line_start = text.rfind("\n", 0, start) + 1
+    pad = "\n" * text.count("\n", 0, start) + " " * (start - line_start)
+    parsed = parse_text(pad + text[start:end], name)
+    return attrs.evolve(parsed, offset=start - len(pad))
 
 
 def _ran_out(error: RubricSyntaxError | None, text: str, end: int) -> bool:
@@ -134,18 +141,19 @@ def _spanning(items: list[Tree]) -> Tree:
     return tree
 
 
-def _move(tree: Tree, lines: int, offset: int) -> None:
-    """Move every position in ``tree`` down ``lines`` lines and on ``offset`` characters."""
-    if not lines and not offset:
+def _move(item: Tree, lines: int, offset: int) -> None:
+    """Move a top-level item down ``lines`` lines (every node of it) and on ``offset`` characters
+    (the item's own offsets only)."""
+    item.meta.start_pos += offset
+    item.meta.end_pos += offset
+    if not lines:
         return
-    stack: list[Tree | Token] = [tree]
+    stack: list[Tree | Token] = [item]
     while stack:
         node = stack.pop()
         where = node if isinstance(node, Token) else node.meta
         where.line += lines
         where.end_line += lines
-        where.start_pos += offset
-        where.end_pos += offset
         if isinstance(node, Tree):
             stack.extend(node.children)
 

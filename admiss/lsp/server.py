@@ -142,15 +142,16 @@ def _closed(ls: RubricServer, params: lsp.DidCloseTextDocumentParams) -> None:
 def _hover(ls: RubricServer, params: lsp.HoverParams) -> lsp.Hover | None:
     analysis, positions = ls.current(params.text_document.uri)
     line, column = positions.point(params.position)
-    text = hover_text(analysis.rubric, list(analysis.found), analysis.source.line_text(line), line, column)
+    text = hover_text(analysis.rubric, ls.document(params.text_document.uri).found(),
+                      analysis.source.line_text(line), line, column)
     return lsp.Hover(lsp.MarkupContent(lsp.MarkupKind.Markdown, text)) if text else None
 
 
 def _locations(ls: RubricServer, uri: str, position: lsp.Position, declarations: bool,
                uses: bool) -> list[lsp.Location]:
     """Where the symbol under ``position`` is defined (``declarations``) and used (``uses``)."""
-    analysis, positions = ls.current(uri)
-    found = list(analysis.found)
+    positions = ls.current(uri)[1]
+    found = ls.document(uri).found()
     symbol = symbols.at(found, *positions.point(position))
     if symbol is None:
         return []

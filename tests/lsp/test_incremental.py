@@ -6,6 +6,9 @@ from hypothesis import given, settings, strategies as st
 
 from admiss import ir
 from admiss.api import compile_problems
+from admiss.lint import lint_source
+from admiss.lsp.document import Document
+from admiss.lint.config import LintConfig
 from admiss.lsp.incremental import parse_text, reparse
 from admiss.source import Source
 from corpus import boundaries, texts
@@ -18,7 +21,8 @@ def outcome(parsed, text):
     if parsed.tree is None:
         return [d.to_dict() for d in parsed.error.diagnostics], parsed.error.source.text
     rubric, problems = compile_problems(parsed.tree, Source("t.rubric", text))
-    return ir.to_json(rubric), [d.to_dict() for d in problems], parsed.comments, parsed.text
+    items = [(item.data, item.meta.start_pos, item.meta.end_pos) for item in parsed.tree.children]
+    return ir.to_json(rubric), [d.to_dict() for d in problems], parsed.comments, parsed.text, items
 
 
 @st.composite
@@ -53,3 +57,13 @@ def test_a_run_of_edits_on_the_last_good_parse_equals_full_parses(runs):
         assert outcome(got, text) == outcome(parse_text(text, "t.rubric"), text)
         if got.tree is not None:
             base = got
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(edits(), min_size=2, max_size=5))
+def test_a_document_edited_again_and_again_lints_as_a_fresh_lint(runs):
+    """The server's own path: the incremental parse and lowering's memo of the kept items."""
+    document = Document("t.rubric", None, LintConfig())
+    for base, text in runs:
+        for version in (base, text):
+            assert list(document.update(version).diagnostics) == lint_source(version, "t.rubric")

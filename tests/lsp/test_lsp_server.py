@@ -277,3 +277,15 @@ def test_gate_files_are_looked_for_beside_the_rubric(server, tmp_path):
     (tmp_path / "answer.schema.json").write_text("{}")
     server.client.text_document_did_save(lsp.DidSaveTextDocumentParams(text_document=doc(uri)))
     assert server.change(uri, text) == []
+
+
+def test_only_admiss_lsp_imports_pygls():
+    import subprocess
+    import sys
+
+    code = ("import sys, admiss.cli, admiss.lint, admiss.lsp.document, admiss.lsp.complete, admiss.lsp.fixes, "
+            "admiss.lsp.hover; sys.exit(bool({'pygls', 'lsprotocol'} & set(sys.modules)))")
+    assert subprocess.run([sys.executable, "-c", code], timeout=120).returncode == 0
+    ran = subprocess.run([str(Path(sys.executable).parent / "admiss"), "lsp", "--help"], capture_output=True,
+                         text=True, timeout=120)
+    assert ran.returncode == 0 and "language server" in ran.stdout

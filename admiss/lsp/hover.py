@@ -14,13 +14,31 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def hover_text(rubric: ir.Rubric | None, found: list[Occurrence], line_text: str, line: int,
-               column: int) -> str | None:
-    """What to show for the word at ``line``:``column`` (1-based), or None for nothing."""
+               column: int, last: ir.Rubric | None = None) -> str | None:
+    """What to show for the word at ``line``:``column`` (1-based), or None for nothing.
+
+    In a text that does not parse (``rubric`` None), a name is looked up by its spelling in
+    ``last``, the IR of the last text that did.
+    """
     occurrence = symbols.at(found, line, column)
     if rubric is not None and occurrence is not None:
         return _TEXTS[occurrence.what](rubric, occurrence.name)
     word = word_at(line_text, column)
-    return f"**{word}**: {words.KEYWORDS[word]}" if word in words.KEYWORDS else None
+    if word in words.KEYWORDS:
+        return f"**{word}**: {words.KEYWORDS[word]}"
+    what = _spelled(last, word) if rubric is None and last is not None and word else None
+    return _TEXTS[what](last, word) if what else None
+
+
+def _spelled(rubric: ir.Rubric, word: str) -> str | None:
+    """What ``word`` names in ``rubric``, by its spelling alone."""
+    if word in rubric.known_kinds:
+        return symbols.KIND
+    if any(p.name == word for p in rubric.properties):
+        return symbols.PROPERTY
+    if word in ir.GATE_KINDS:
+        return symbols.GATE
+    return symbols.POLICY if word in words.POLICIES else None
 
 
 def word_at(line_text: str, column: int) -> str | None:

@@ -142,8 +142,9 @@ def _closed(ls: RubricServer, params: lsp.DidCloseTextDocumentParams) -> None:
 def _hover(ls: RubricServer, params: lsp.HoverParams) -> lsp.Hover | None:
     analysis, positions = ls.current(params.text_document.uri)
     line, column = positions.point(params.position)
-    text = hover_text(analysis.rubric, ls.document(params.text_document.uri).found(),
-                      analysis.source.line_text(line), line, column)
+    document = ls.document(params.text_document.uri)
+    text = hover_text(analysis.rubric, document.found(), analysis.source.line_text(line), line, column,
+                      document.last_rubric)
     return lsp.Hover(lsp.MarkupContent(lsp.MarkupKind.Markdown, text)) if text else None
 
 

@@ -140,6 +140,15 @@ def test_hover_says_what_a_kind_means_a_propertys_rules_and_a_gates_docs(server,
     assert hover(server, uri, RUBRIC, "re-ran") is None  # inside a string
 
 
+def test_hover_in_a_text_that_does_not_parse_uses_the_last_that_did(server, uri):
+    server.open(uri, RUBRIC)
+    broken = RUBRIC.replace("CHAIN serve {", "CHAIN serve {{")
+    assert codes(server.change(uri, broken)) == ["E100"]
+    assert "ADMIT lab_result" in hover(server, uri, broken, "reproduced", 3)
+    assert "declared by KINDS" in hover(server, uri, broken, "lab_result", 2)
+    assert hover(server, uri, broken, "serve") is None
+
+
 def test_kind_meanings_are_the_language_pages_table():
     page = (ROOT / "docs" / "language.md").read_text(encoding="utf-8")
     kinds = page[page.index("## KINDS"):page.index("## PROPERTY")]

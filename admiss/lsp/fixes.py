@@ -3,7 +3,8 @@
 ON ABSTAIN fail_closed for a gate left fail_open (ADM009, ADM040, ADM041), DEFAULT no for
 DEFAULT yes (ADM001), a REJECT SHORTCUT list to fill in (ADM004), the untrusted kinds a
 property leaves out added to FORBID (ADM005), a TIMEOUT for a subprocess gate (ADM011), a
-repeated list entry removed (ADM020), and the name a compile error's hint suggests.
+repeated list entry removed (ADM020), a suppression's unused code removed (ADM100), and the
+name a compile error's hint suggests.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ import attrs
 
 from admiss import ir
 from admiss.errors import Diagnostic, suggestion
-from admiss.source import Source, Span
+from admiss.lint.suppression import suppressions
+from admiss.source import Comment, Source, Span
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_CODE = re.compile(r"\b[A-Z]+[0-9]+\b")
 # Compile errors whose hint suggests the name that was meant, at the name written.
 _SPELLING = ("E101", "E105", "E108", "E111", "E133", "E134", "E137")
 
@@ -141,6 +144,29 @@ def _drop_repeat(rubric: ir.Rubric, source: Source, diagnostic: Diagnostic) -> F
     return "Remove the repeated entry", [Edit(cut, "")]
 
 
+def _unsuppress(rubric: ir.Rubric, source: Source, diagnostic: Diagnostic) -> Found:
+    """The code ADM100 reports taken out of the suppression, or the whole comment when it was
+    the only one (or the comment names none)."""
+    span = diagnostic.span
+    line = source.line_text(span.line)
+    text = line[span.column - 1:span.end_column - 1]
+    found = suppressions(source, [Comment(text, span)])
+    if span.line != span.end_line or not found:
+        return None
+    named = _CODE.search(diagnostic.message)
+    rest = [code for code in found[0].codes if named is None or code != named.group()]
+    if rest:
+        closing = text.index("]")
+        return f"Remove {named.group()} from the suppression", [
+            Edit(Span(span.line, span.column, span.line, span.column + closing + 1),
+                 f"# admiss: ignore[{', '.join(rest)}]")]
+    before = line[:span.column - 1]
+    if not before.strip():  # a comment on a line of its own: the line goes
+        return "Remove the suppression", [Edit(Span(span.line, 1, span.line + 1, 1), "")]
+    kept = len(before.rstrip())
+    return "Remove the suppression", [Edit(Span(span.line, kept + 1, span.line, span.end_column), "")]
+
+
 def _respell(rubric: ir.Rubric, source: Source, diagnostic: Diagnostic) -> Found:
     meant = suggestion(diagnostic.hint)
     span = diagnostic.span
@@ -159,4 +185,5 @@ _FIXERS: dict[str, Callable[[ir.Rubric, Source, Diagnostic], Found]] = {
     "ADM020": _drop_repeat,
     "ADM040": _fail_closed,
     "ADM041": _fail_closed,
+    "ADM100": _unsuppress,
 }

@@ -259,6 +259,10 @@ def fixed(server, uri, text, code) -> str:
     ("ADM011", RUBRIC.replace("  GATE admissibility", '  GATE subprocess CMD ["python", "x.py"]\n  GATE admissibility')),
     ("ADM020", RUBRIC.replace("ADMIT lab_result,", "ADMIT lab_result, lab_result,")),
     ("ADM020", RUBRIC.replace("flawed_tool_call\n", "flawed_tool_call, summary\n", 1)),
+    ("ADM100", RUBRIC.replace("  GATE admissibility", "  # admiss: ignore[ADM004]\n  GATE admissibility")),
+    ("ADM100", RUBRIC.replace("GATE admissibility reproduced", "GATE admissibility reproduced  # admiss: ignore[ADM009]")),
+    ("ADM100", RUBRIC.replace('  REJECT SHORTCUT "re-ran only the summary step"\n', "")
+     .replace('reproduced" {', 'reproduced" {  # admiss: ignore[ADM004, ADM040] why')),
     ("E101", RUBRIC.replace("ADMIT lab_result", "ADMIT lab_reslt")),
     ("E105", RUBRIC.replace("admissibility reproduced", "admissibility reproducd")),
     ("E108", RUBRIC.replace("GATE non_empty", "GATE non_emty")),

@@ -19,7 +19,7 @@ TIMEOUT = 60
 class Session:
     """One server process; ``open``/``change`` then wait for the diagnostics of that version."""
 
-    def __init__(self, cwd: Path | None = None):
+    def __init__(self, cwd: Path | None = None, capabilities: lsp.ClientCapabilities | None = None):
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
@@ -36,7 +36,7 @@ class Session:
 
         self.run(self.client.start_io(ADMISS, "lsp", cwd=str(cwd) if cwd else None))
         self.initialized = self.run(self.client.initialize_async(lsp.InitializeParams(
-            capabilities=lsp.ClientCapabilities(), process_id=None, root_uri=None)))
+            capabilities=capabilities or lsp.ClientCapabilities(), process_id=None, root_uri=None)))
         self.client.initialized(lsp.InitializedParams())
 
     def run(self, coroutine) -> Any:

@@ -100,6 +100,22 @@ def test_columns_are_utf16_units(server, uri):
     assert typo.range.start.character == len(before) + 1  # the emoji is two UTF-16 units
 
 
+def test_columns_in_utf8_when_the_client_asks_for_them_as_helix_does(tmp_path):
+    helix = lsp.ClientCapabilities(general=lsp.GeneralClientCapabilities(
+        position_encodings=[lsp.PositionEncodingKind.Utf8, lsp.PositionEncodingKind.Utf32]))
+    session = Session(tmp_path, helix)
+    try:
+        assert session.initialized.capabilities.position_encoding == lsp.PositionEncodingKind.Utf8
+        uri = (tmp_path / "t.rubric").as_uri()
+        text = 'PROPERTY p "caf\u00e9 \U0001F600" { ADMIT summry }\n'
+        typo = next(d for d in session.open(uri, text) if d.code == "E101")
+        assert typo.range.start.character == len(text[:text.index("summry")].encode("utf-8"))
+        found = session.call(lsp.TEXT_DOCUMENT_HOVER, lsp.HoverParams(text_document=doc(uri), position=typo.range.start))
+        assert "`summry` is not a known evidence kind" in found.contents.value  # the position read in UTF-8 too
+    finally:
+        session.close()
+
+
 # ------------------------------------------------------------ formatting
 
 

@@ -24,3 +24,16 @@ def boundaries(text: str) -> list[int]:
     if found is None:
         return []
     return sorted({0, len(text), *(t.start_pos for t in found[0]), *(t.end_pos for t in found[0])})
+
+
+def grammar_keywords() -> list[str]:
+    """The keywords grammar/rubric.lark defines, read from its terminal definitions."""
+    text = (ROOT / "grammar" / "rubric.lark").read_text(encoding="utf-8")
+    return re.findall(r"^_?[A-Z]+: /([A-Z]+)\(\?!", text, re.M)
+
+
+# The grammar's other pieces: punctuation, and a few of each kind of token and of mistake.
+PIECES = ["{", "}", "[", "]", ",", "==", "\n", " ", "p", "q1", "summary", "lab_result", "judge", "admissibility",
+          "non_empty", "fail_closed", "yes", "no", "ok", "failed", "args.x", "result.status", '"a label"', '"',
+          '"\\q"', "0.7", "5", "-1", "5s", "500ms", "# comment", "# admiss: ignore[ADM004]", "\t", "\u00e9",
+          "\U0001F600", "=", "!="]

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from lsprotocol import types as lsp
 
-from corpus import boundaries, texts
+from corpus import PIECES, boundaries, grammar_keywords, texts
 from lspkit import Session, doc
 
 CORPUS = [t for t in texts() if boundaries(t)]
@@ -84,3 +84,16 @@ def splices(draw) -> list[str]:
 @given(pieces=splices())
 def test_spliced_pieces_of_real_rubrics_are_answered(server, tmp_path, pieces):
     feed(server, (tmp_path / "splice.rubric").as_uri(), pieces)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pieces=st.lists(st.lists(st.sampled_from(grammar_keywords() + PIECES), max_size=60).map(" ".join),
+                       min_size=1, max_size=4))
+def test_runs_of_the_grammars_own_pieces_are_answered(server, tmp_path, pieces):
+    feed(server, (tmp_path / "pieces.rubric").as_uri(), pieces)
+
+
+def test_the_keywords_hover_knows_are_the_grammars():
+    from admiss.lsp.words import KEYWORDS
+
+    assert sorted(KEYWORDS) == sorted(grammar_keywords())

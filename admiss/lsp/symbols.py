@@ -61,7 +61,8 @@ def _kind_names(rubric: ir.Rubric) -> Iterator[Occurrence]:
     for prop in rubric.properties:
         for ref in prop.admit + prop.forbid:
             yield Occurrence(ref.value, KIND, ref.span)
-        yield Occurrence(prop.default.value, DEFAULT, prop.default.span)
+        if prop.default.span.line > 0:  # a DEFAULT left out is no, written nowhere
+            yield Occurrence(prop.default.value, DEFAULT, prop.default.span)
 
 
 def _gate_words(rubric: ir.Rubric) -> Iterator[Occurrence]:

@@ -137,3 +137,35 @@ def test_snapshot(tokenized, name):
         SNAPSHOTS.mkdir(exist_ok=True)
         path.write_text(got, encoding="utf-8")
     assert path.read_text(encoding="utf-8") == got
+
+
+def test_names_get_the_scope_of_what_they_name(tokenized):
+    """Kinds, property definitions and property references, as admiss's own symbol index
+    (admiss/lsp/symbols.py) finds them, are scoped as such."""
+    from admiss.api import compile_problems
+    from admiss.lsp import symbols
+
+    wanted = {symbols.KIND: ("support.constant.kind", "entity.name.type.kind"),
+              symbols.GATE: ("entity.name.function.gate",), symbols.POLICY: ("constant.language.policy",)}
+    checked = 0
+    for name, text in corpus().items():
+        source = Source(name, text)
+        try:
+            tree = parse_with_comments(source)[0]
+        except RubricSyntaxError:
+            continue
+        rubric = compile_problems(tree, source)[0]
+        for found in symbols.occurrences(rubric, tree):
+            line = text.split("\n")[found.span.line - 1]
+            scope = scope_at(tokenized[name], found.span.line - 1, utf16(text, found.span.line, found.span.column))
+            if found.what == symbols.PROPERTY:
+                expected = ("entity.name.type.property",) if found.defines else ("variable.other.property",)
+                if not found.defines and "GATE admissibility" not in line and "FOR" not in line:
+                    continue  # a property list continued on a later line is plain names
+            else:
+                expected = wanted.get(found.what)
+                if expected is None or found.what == symbols.POLICY and found.name not in ("fail_open", "fail_closed"):
+                    continue  # a misspelt policy (E111's example) is a plain name
+            assert scope.startswith(expected), (name, found, scope)
+            checked += 1
+    assert checked > 300

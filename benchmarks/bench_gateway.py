@@ -454,6 +454,6 @@ def _burst(port: int, request: bytes, repeats: int = 5) -> tuple[float, float]:
 
 
 def _receipts(path: Path):
-    from admiss.serve.store import open_store
+    from admiss.receipts import open_store
 
     return open_store(path, create=False).iter_since()

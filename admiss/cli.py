@@ -547,13 +547,13 @@ def _store_location(store: str | Path) -> str:
 _STORE_HELP = "The receipt store: an SQLite file, or a postgresql:// URL (password in PGPASSWORD or ~/.pgpass)."
 
 
-def _opened_store(store: str):
+def _opened_store(store: str, read_only: bool = False):
     """The existing store named on the command line; exit 2 with E152 when it is none."""
     from admiss.receipts import StoreError, open_store
     from admiss.redact import redact
 
     try:
-        return open_store(store if "://" in store else Path(store), create=False)
+        return open_store(store if "://" in store else Path(store), create=False, read_only=read_only)
     except StoreError as error:
         shown = redact(store)
         sys.stderr.write(f"{shown}: E152 {str(error).removeprefix(f'{shown}: ')}\n")
@@ -579,7 +579,7 @@ def receipts_export(
     except ValueError:
         sys.stderr.write(f"--since: E153 not an ISO-8601 time: {since!r} (e.g. 2026-11-30 or 2026-11-30T23:10:00Z)\n")
         raise typer.Exit(EXIT_BAD_INPUT) from None
-    receipts = _opened_store(store)
+    receipts = _opened_store(store, read_only=True)
     where = receipts.where
 
     def skip(row: DamagedRow) -> None:

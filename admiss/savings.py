@@ -313,7 +313,7 @@ def _store_records(where: str | Path) -> Iterator[Record | Diagnostic]:
     """Each receipt of a store, and a Diagnostic in place of each damaged row."""
     name = redact(str(where))  # a URL's password stays out of every message
     try:
-        store = open_store(where, create=False)
+        store = open_store(where, create=False, read_only=True)
     except StoreError as exc:
         raise _store_error(name, str(exc).removeprefix(f"{name}: ")) from None
     damaged: list[DamagedRow] = []

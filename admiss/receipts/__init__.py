@@ -35,12 +35,13 @@ def _postgres():
     return postgres
 
 
-def open_store(where: str | Path, create: bool = True) -> ReceiptStore:
+def open_store(where: str | Path, create: bool = True, read_only: bool = False) -> ReceiptStore:
     """The store at ``where`` (a postgresql:// URL, else an SQLite path), made when
-    ``create`` and missing; StoreError when it cannot be opened or is not a receipt store."""
+    ``create`` and missing, never written when ``read_only``; StoreError when it cannot be
+    opened or is not a receipt store."""
     if is_url(where):
-        return _postgres().open_store(str(where), create)
-    return sqlite.open_store(where, create)
+        return _postgres().open_store(str(where), create, read_only)
+    return sqlite.open_store(where, create, read_only)
 
 
 def open_writer(where: str | Path) -> StoreWriter:

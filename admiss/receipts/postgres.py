@@ -66,8 +66,10 @@ class PostgresStore:
     """A store in one PostgreSQL database, read and written through a pool of connections
     (safe to share between threads, unlike one connection)."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, read_only: bool = False):
         self._url = url
+        # A reader's sessions refuse every write (the server enforces it).
+        self._options = {"options": "-c default_transaction_read_only=on"} if read_only else {}
         self._secrets = url_secrets([url])
         self.where = redact(url, self._secrets)
         self._pool: psycopg_pool.ConnectionPool | None = None
@@ -88,7 +90,7 @@ class PostgresStore:
 
     def connect(self) -> psycopg.Connection:
         try:
-            return psycopg.connect(self._url, connect_timeout=CONNECT_TIMEOUT_S)
+            return psycopg.connect(self._url, connect_timeout=CONNECT_TIMEOUT_S, **self._options)
         except psycopg.Error as exc:
             raise self.error("connect", exc) from None
 
@@ -98,7 +100,7 @@ class PostgresStore:
                 self._pool = psycopg_pool.ConnectionPool(
                     self._url, min_size=1, max_size=4, timeout=CONNECT_TIMEOUT_S, open=True,
                     check=psycopg_pool.ConnectionPool.check_connection,
-                    kwargs={"connect_timeout": CONNECT_TIMEOUT_S})
+                    kwargs={"connect_timeout": CONNECT_TIMEOUT_S, **self._options})
             return self._pool
 
     def put(self, receipt: dict[str, Any]) -> None:
@@ -182,10 +184,11 @@ class PostgresStore:
                 self._pool = None
 
 
-def open_store(url: str, create: bool = True) -> PostgresStore:
+def open_store(url: str, create: bool = True, read_only: bool = False) -> PostgresStore:
     """The store in the database at ``url``: its tables made or migrated first when
-    ``create``; else StoreError unless they are there at this version."""
-    store = PostgresStore(url)
+    ``create``; else StoreError unless they are there at this version. ``read_only``:
+    every session refuses writes."""
+    store = PostgresStore(url, read_only and not create)
     with store.connect() as conn:
         try:
             if create:
@@ -244,22 +247,30 @@ def _check_columns(conn: psycopg.Connection, store: PostgresStore) -> None:
 
 
 class PostgresWriter:
-    """Writes receipts from the event loop in group commits over an async connection pool,
-    and reads through the store's own pool in worker threads.
+    """Writes receipts from the event loop in group commits on one async connection of its
+    own, and reads through the store's pool in worker threads.
 
     ``await writer.put(receipt)`` returns once the receipt's transaction is committed, so a
     response sent after it always has its receipt. A commit that fails (the database is
     down, restarting, or unreachable for CONNECT_TIMEOUT_S) fails the requests of its
-    transaction with StoreError, and the gateway answers them 503; the pool drops broken
-    connections and makes new ones, so the gateway recovers by itself when the database is
-    back.
+    transaction with StoreError, and the gateway answers them 503.
+
+    Why one connection and not the pool: commits go one at a time (that is what groups
+    them), so a pool would hold one busy connection anyway, and it costs more. Its check of
+    a connection before each use is one more round trip per commit, and after a database
+    restart its reconnection backs off (1 s, 2 s, 4 s, ...): measured with the database down
+    for 2 s under load, replicas on the pool served again 6.2 s after the database was back
+    (benchmarks/bench_fleet.py). Here the next commit after a failure connects again at once,
+    and a connection found broken before anything was sent on it (the database restarted
+    while it was idle) is replaced and the transaction tried once more, which is safe since
+    nothing of it reached the server.
     """
 
     def __init__(self, store: PostgresStore):
         self.store = store
         self._pending: list[tuple[tuple, asyncio.Future]] = []
         self._committer: asyncio.Task | None = None
-        self._pool: psycopg_pool.AsyncConnectionPool | None = None
+        self._conn: psycopg.AsyncConnection | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     async def put(self, receipt: dict[str, Any]) -> None:
@@ -267,6 +278,7 @@ class PostgresWriter:
 
     def queue(self, receipt: dict[str, Any]) -> asyncio.Future:
         loop = asyncio.get_running_loop()
+        self._loop = loop
         done = loop.create_future()
         self._pending.append((receipt_row(receipt), done))
         if self._committer is None:
@@ -285,34 +297,44 @@ class PostgresWriter:
 
     async def _write(self, rows: list[tuple]) -> StoreError | None:
         try:
-            await asyncio.wait_for(self._insert(rows), COMMIT_TIMEOUT_S)
+            await asyncio.wait_for(self._commit(rows), COMMIT_TIMEOUT_S)
             return None
         except asyncio.TimeoutError:
+            await self._drop()  # in an unknown state: the next commit starts on a new one
             return StoreError(f"{self.store.where}: cannot write receipts: no commit within {COMMIT_TIMEOUT_S:g}s")
-        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+        except psycopg.Error as exc:
+            if isinstance(exc, psycopg.OperationalError):
+                await self._drop()
             return self.store.error("write receipts", exc)
 
-    async def _insert(self, rows: list[tuple]) -> None:
-        pool = await self._opened_pool()
-        async with pool.connection() as conn, conn.transaction(), conn.cursor() as cursor:
-            await cursor.executemany(_INSERT, [row[:len(RECEIPT_COLUMNS)] for row in rows])
-            calls = call_rows(rows)
-            if calls:
-                await cursor.executemany(_INSERT_CALL, calls)
+    async def _commit(self, rows: list[tuple]) -> None:
+        reused = self._conn is not None
+        conn = await self._connection()
+        try:
+            await _sent(conn, rows)
+        except psycopg.OperationalError:
+            # The connection broke before the commit was sent: nothing of this transaction
+            # was stored. On a connection that had sat idle, try once on a new one.
+            await self._drop()
+            if not reused:
+                raise
+            conn = await self._connection()
+            await _sent(conn, rows)
+        try:
+            await conn.commit()
+        except psycopg.Error:
+            await self._drop()  # whether it committed is unknown: the requests get 503 all the same
+            raise
 
-    async def _opened_pool(self) -> psycopg_pool.AsyncConnectionPool:
-        """The pool of the loop's connections, opened on first use (it needs the loop).
-        One connection commits at a time; a second stands by for the next batch."""
-        if self._pool is None:
-            self._loop = asyncio.get_running_loop()
-            self._pool = psycopg_pool.AsyncConnectionPool(
-                self.store.url(), min_size=1, max_size=2, timeout=CONNECT_TIMEOUT_S, open=False,
-                # A connection that broke while idle (the database restarted) is found out
-                # here and replaced, rather than failing the next batch of receipts.
-                check=psycopg_pool.AsyncConnectionPool.check_connection,
-                kwargs={"connect_timeout": CONNECT_TIMEOUT_S})
-            await self._pool.open(wait=False)
-        return self._pool
+    async def _connection(self) -> psycopg.AsyncConnection:
+        if self._conn is None or self._conn.closed:
+            self._conn = await psycopg.AsyncConnection.connect(self.store.url(), connect_timeout=CONNECT_TIMEOUT_S)
+        return self._conn
+
+    async def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            await conn.close()
 
     async def aread(self, call: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(None, call, self.store, *args)
@@ -320,13 +342,11 @@ class PostgresWriter:
     async def _aclose(self) -> None:
         while self._committer is not None:
             await asyncio.shield(self._committer)
-        if self._pool is not None:
-            await self._pool.close()
-            self._pool = None
+        await self._drop()
 
     def close(self) -> None:
-        """Commit what is queued, close the pools (from any thread but the loop's: the
-        writer's loop finishes the commits while this waits)."""
+        """Commit what is queued and close the connections (from any thread but the loop's:
+        the writer's loop finishes the commits while this waits)."""
         loop = self._loop
         if loop is not None and not loop.is_closed():
             if loop.is_running():
@@ -334,3 +354,19 @@ class PostgresWriter:
             else:
                 loop.run_until_complete(self._aclose())
         self.store.close()
+
+
+async def _sent(conn: psycopg.AsyncConnection, rows: list[tuple]) -> None:
+    """The rows' statements sent in the connection's open transaction (not committed); a
+    refused statement (a duplicate id) rolls the transaction back."""
+    try:
+        async with conn.cursor() as cursor:
+            await cursor.executemany(_INSERT, [row[:len(RECEIPT_COLUMNS)] for row in rows])
+            calls = call_rows(rows)
+            if calls:
+                await cursor.executemany(_INSERT_CALL, calls)
+    except psycopg.OperationalError:
+        raise
+    except psycopg.Error:
+        await conn.rollback()
+        raise

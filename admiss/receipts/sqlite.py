@@ -12,6 +12,7 @@ import asyncio
 import sqlite3
 import threading
 import time
+import urllib.parse
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -157,15 +158,21 @@ class SQLiteStore:
         self._db.close()
 
 
-def open_store(path: str | Path, create: bool = True) -> SQLiteStore:
-    """The store at ``path``, made (with its table) when ``create`` and missing."""
+def open_store(path: str | Path, create: bool = True, read_only: bool = False) -> SQLiteStore:
+    """The store at ``path``, made (with its table) when ``create`` and missing; opened
+    read-only (never written, so a gateway may go on writing it) when ``read_only``."""
     path = Path(path)
     if not create and not path.is_file():
         raise StoreError(f"{path}: no such receipt store")
     try:
         # check_same_thread=False: the gateway writes from its event loop's thread and may
         # close from another; one thread at a time uses it.
-        db = sqlite3.connect(path, check_same_thread=False)
+        if read_only:
+            # Quoted: a "?" or "#" in a file name would otherwise end the path in the URI.
+            uri = f"file:{urllib.parse.quote(path.resolve().as_posix())}?mode=ro"
+            db = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        else:
+            db = sqlite3.connect(path, check_same_thread=False)
         if create:
             db.execute("PRAGMA journal_mode=WAL")
             # In WAL mode NORMAL keeps every committed transaction across a process crash;

@@ -51,8 +51,12 @@ def _free_port() -> int:
 class PostgresServer:
     """One server for the test session; :meth:`database` makes a fresh database per test."""
 
-    def __init__(self, bin_folder: Path):
+    def __init__(self, bin_folder: Path, fsync: bool = False):
+        """``fsync``: the server's own default durability (benchmarks); off for the tests,
+        which check what the gateway commits and when, not the server's crash safety, on a
+        disk the machine shares."""
         self.bin = bin_folder
+        self.fsync = fsync
         self.as_root = os.geteuid() == 0
         if self.as_root:
             _ensure_user(SERVER_USER)
@@ -78,9 +82,8 @@ class PostgresServer:
         return subprocess.run(command, capture_output=True, text=True, check=check, timeout=120)
 
     def start(self) -> None:
-        # fsync off: the tests check what the gateway commits and when, not the server's own
-        # crash safety, and the machine's disk is shared.
-        options = f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.folder} -c fsync=off -c max_connections=200"
+        options = (f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.folder} -c max_connections=200"
+                   f" -c fsync={'on' if self.fsync else 'off'}")
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-o", options, "-w", "-t", "60", "start")
 
     def stop(self, mode: str = "fast") -> None:

@@ -181,3 +181,14 @@ def test_the_receipts_and_savings_commands_read_postgres(pg_url):
     assert [json.loads(line)["id"] for line in ran.stdout.splitlines()] == ["rcpt_0001", "rcpt_0002"]
     ran = _admiss("receipts", "export", pg_url, "--since", "2026-11-30T10:00:02Z")
     assert [json.loads(line)["id"] for line in ran.stdout.splitlines()] == ["rcpt_0002"]
+
+
+def test_a_reader_never_writes(where):
+    open_store(where).close()
+    reader = open_store(where, create=False, read_only=True)
+    with pytest.raises(StoreError):
+        reader.put(_receipt(1))
+    with pytest.raises(StoreError):
+        reader.sync_gates({("json", "cheap", 0, "non_empty"): "reason"})
+    reader.close()
+    assert open_store(where, create=False).counts() == {}

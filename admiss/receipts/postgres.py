@@ -51,8 +51,12 @@ MIGRATIONS = {
     ],
 }
 
-_INSERT = f"INSERT INTO receipts ({', '.join(RECEIPT_COLUMNS)}) VALUES ({', '.join(['%s'] * len(RECEIPT_COLUMNS))})"
-_INSERT_CALL = "INSERT INTO served_tool_calls VALUES (%s, %s) ON CONFLICT DO NOTHING"
+# A batch of receipts and their tool calls in one statement, so in one round trip and one
+# transaction: a statement's data-modifying WITH runs to completion whether read or not.
+_INSERT = f"""WITH stored AS (
+  INSERT INTO receipts ({', '.join(RECEIPT_COLUMNS)})
+  SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::float8[], %s::float8[], %s::text[]))
+INSERT INTO served_tool_calls SELECT * FROM unnest(%s::text[], %s::text[]) ON CONFLICT DO NOTHING"""
 _INSERT_GATE = "INSERT INTO disabled_gates VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING"
 # How long opening waits for the server, and a request for a connection of the pool: a
 # database that is down answers the requests 503 after this, rather than holding them.
@@ -107,13 +111,9 @@ class PostgresStore:
         self.put_many([receipt])
 
     def put_many(self, receipts: list[dict[str, Any]]) -> None:
-        rows = [receipt_row(r) for r in receipts]
         try:
-            with self.pool().connection() as conn, conn.transaction(), conn.cursor() as cursor:
-                cursor.executemany(_INSERT, [row[:len(RECEIPT_COLUMNS)] for row in rows])
-                calls = call_rows(rows)
-                if calls:
-                    cursor.executemany(_INSERT_CALL, calls)
+            with self.pool().connection() as conn:
+                conn.execute(_INSERT, _batch([receipt_row(r) for r in receipts]))
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
             raise self.error("write receipts", exc) from None
 
@@ -255,15 +255,14 @@ class PostgresWriter:
     down, restarting, or unreachable for CONNECT_TIMEOUT_S) fails the requests of its
     transaction with StoreError, and the gateway answers them 503.
 
-    Why one connection and not the pool: commits go one at a time (that is what groups
-    them), so a pool would hold one busy connection anyway, and it costs more. Its check of
+    Each batch is one statement on an autocommit connection: one round trip, one
+    transaction. Why one connection and not the pool: commits go one at a time (that is
+    what groups them), so a pool would hold one busy connection anyway, and it costs more. Its check of
     a connection before each use is one more round trip per commit, and after a database
     restart its reconnection backs off (1 s, 2 s, 4 s, ...): measured with the database down
     for 2 s under load, replicas on the pool served again 6.2 s after the database was back
     (benchmarks/bench_fleet.py). Here the next commit after a failure connects again at once,
-    and a connection found broken before anything was sent on it (the database restarted
-    while it was idle) is replaced and the transaction tried once more, which is safe since
-    nothing of it reached the server.
+    and a batch that fails on a connection that had sat idle is sent once more on a new one.
     """
 
     def __init__(self, store: PostgresStore):
@@ -311,24 +310,24 @@ class PostgresWriter:
         reused = self._conn is not None
         conn = await self._connection()
         try:
-            await _sent(conn, rows)
+            await conn.execute(_INSERT, _batch(rows))
         except psycopg.OperationalError:
-            # The connection broke before the commit was sent: nothing of this transaction
-            # was stored. On a connection that had sat idle, try once on a new one.
             await self._drop()
             if not reused:
                 raise
+            # A connection that sat idle may have broken meanwhile (the database restarted):
+            # send the batch once more on a new one. Safe either way: had the first one been
+            # committed after all, its ids make this one fail, and the requests get 503
+            # with their receipts stored, never a response without one.
             conn = await self._connection()
-            await _sent(conn, rows)
-        try:
-            await conn.commit()
-        except psycopg.Error:
-            await self._drop()  # whether it committed is unknown: the requests get 503 all the same
-            raise
+            await conn.execute(_INSERT, _batch(rows))
 
     async def _connection(self) -> psycopg.AsyncConnection:
         if self._conn is None or self._conn.closed:
-            self._conn = await psycopg.AsyncConnection.connect(self.store.url(), connect_timeout=CONNECT_TIMEOUT_S)
+            # autocommit: the one statement of a batch is its transaction, committed by the
+            # time its reply comes, with no BEGIN or COMMIT round trip.
+            self._conn = await psycopg.AsyncConnection.connect(self.store.url(), connect_timeout=CONNECT_TIMEOUT_S,
+                                                               autocommit=True)
         return self._conn
 
     async def _drop(self) -> None:
@@ -356,17 +355,8 @@ class PostgresWriter:
         self.store.close()
 
 
-async def _sent(conn: psycopg.AsyncConnection, rows: list[tuple]) -> None:
-    """The rows' statements sent in the connection's open transaction (not committed); a
-    refused statement (a duplicate id) rolls the transaction back."""
-    try:
-        async with conn.cursor() as cursor:
-            await cursor.executemany(_INSERT, [row[:len(RECEIPT_COLUMNS)] for row in rows])
-            calls = call_rows(rows)
-            if calls:
-                await cursor.executemany(_INSERT_CALL, calls)
-    except psycopg.OperationalError:
-        raise
-    except psycopg.Error:
-        await conn.rollback()
-        raise
+def _batch(rows: list[tuple]) -> list[list]:
+    """The parameters of _INSERT for receipt rows: one array per column, then the calls'."""
+    calls = call_rows(rows)
+    return [[row[column] for row in rows] for column in range(len(RECEIPT_COLUMNS))] + [
+        [key for key, _ in calls], [receipt_id for _, receipt_id in calls]]

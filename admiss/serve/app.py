@@ -33,12 +33,12 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from admiss import jsonio
 from admiss.config import DEFAULT_HEADER_TIMEOUT_S, DEFAULT_MAX_CONNECTIONS, Config, ServeSettings
 from admiss.errors import Diagnostic, InputError
+from admiss.receipts import StoreError, StoreWriter
 from admiss.redact import redacted_tree
 from admiss.serve.calls import RequestError
+from admiss.serve.fleet import SharedBudgets
 from admiss.serve.metrics import GatewayMetrics
 from admiss.serve.router import Router, Served
-from admiss.receipts import StoreError, StoreWriter
-from admiss.serve.fleet import SharedBudgets
 
 RECEIPT_HEADER = "x-admiss-receipt-id"
 CHAT_PATH = "/v1/chat/completions"
@@ -553,8 +553,8 @@ def serve_workers(spec: Mapping[str, str | None], workers: int, host: str, port:
     and starts a new worker when one dies. 0 after a stop; 3 (uvicorn's start-up failure,
     as for a port already taken) when a worker could not start.
 
-    Each worker has its own event loop, providers' connections, error budgets and store
-    connection (SQLite's lock orders their commits); /metrics adds the workers' values up
+    Each worker has its own event loop, providers' connections, error budgets (sharing the
+    gates they disable through the store: admiss/serve/fleet.py) and store connection (SQLite's lock orders their commits); /metrics adds the workers' values up
     through a metrics folder made for this run and removed after it.
     """
     from uvicorn.config import STARTUP_FAILURE

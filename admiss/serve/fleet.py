@@ -35,6 +35,7 @@ class SharedBudgets:
         self._in_store: set[GateKey] = set()  # the gates the table held at the last sync
         self._on_change = on_change
         self._task: asyncio.Task | None = None
+        self._failing = False  # the last sync failed: said once in the log, not every time
 
     async def start(self) -> None:
         """Read the table once, then keep in step with it until :meth:`stop`."""
@@ -60,8 +61,11 @@ class SharedBudgets:
         try:
             stored = await self._writer.aread(lambda store, disabled: store.sync_gates(disabled), mine)
         except StoreError as exc:
-            logging.getLogger("uvicorn.error").warning("error budgets not shared this time: %s", exc)
+            if not self._failing:
+                logging.getLogger("uvicorn.error").warning("error budgets not shared until the store answers: %s", exc)
+            self._failing = True
             return
+        self._failing = False
         changed = False
         for key, budget in self._budgets.items():
             if key in stored and not budget.disabled:

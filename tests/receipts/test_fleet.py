@@ -174,7 +174,7 @@ def test_a_replica_killed_mid_request_leaves_no_response_without_a_receipt(tmp_p
         thread = threading.Thread(target=killer)
         thread.start()
         with pytest.raises(openai.APIConnectionError):
-            client.chat.completions.create(model="tested", messages=[{"role": "user", "content": text}])
+            client.chat.completions.create(model="slowgate", messages=[{"role": "user", "content": text}])
         thread.join()
     os.kill(int((victim.pids / "killed.pid").read_text()), signal.SIGKILL)  # the orphaned gate
     stored = _stored(url)

@@ -5,6 +5,7 @@ restarted under load, and error budgets shared between them."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -123,6 +124,9 @@ async def _load(replicas, seconds: float, concurrency: int, outcomes: list):
             except openai.APIStatusError as exc:
                 outcomes.append((clients.index(client), exc.status_code, None))
                 await asyncio.sleep(0.02)
+            except openai.APIConnectionError:  # the replica is gone
+                outcomes.append((clients.index(client), 0, None))
+                await asyncio.sleep(0.02)
 
     await asyncio.gather(*(worker(i) for i in range(concurrency)))
     for client in clients:
@@ -164,22 +168,37 @@ def test_a_replica_killed_mid_request_leaves_no_response_without_a_receipt(tmp_p
     (tmp_path / "victim").mkdir()
     (tmp_path / "other").mkdir()
     victim, other = _replica(tmp_path / "victim", upstream, url), _replica(tmp_path / "other", upstream, url)
-    answered = _ask(victim, prompt({"cheap": GOOD})[1])
     marker, text = prompt({"cheap": "HANG:killed"})
-    with victim.client() as client:
-        def killer():
-            pgkit.wait_until(lambda: (victim.pids / "killed.pid").exists())
-            os.kill(victim.process.pid, signal.SIGKILL)
+    outcomes: list = []
+    hanging: list = []
 
-        thread = threading.Thread(target=killer)
+    def hang():
+        # A request whose gate hangs (TIMEOUT 60s): certainly in flight when the kill comes.
+        try:
+            victim.client().chat.completions.create(model="slowgate", messages=[{"role": "user", "content": text}])
+            hanging.append("answered")
+        except openai.APIConnectionError:
+            hanging.append("no response")
+
+    async def scenario():
+        thread = threading.Thread(target=hang)
         thread.start()
-        with pytest.raises(openai.APIConnectionError):
-            client.chat.completions.create(model="slowgate", messages=[{"role": "user", "content": text}])
-        thread.join()
-    os.kill(int((victim.pids / "killed.pid").read_text()), signal.SIGKILL)  # the orphaned gate
+        load = asyncio.ensure_future(_load([victim], 4.0, 10, outcomes))
+        await asyncio.to_thread(pgkit.wait_until, lambda: (victim.pids / "killed.pid").exists()
+                                and sum(status == 200 for _, status, _ in outcomes) >= 20)
+        os.kill(victim.process.pid, signal.SIGKILL)
+        await load
+        await asyncio.to_thread(thread.join)
+
+    asyncio.run(scenario())
+    with contextlib.suppress(ProcessLookupError):  # the gate, orphaned unless it went with the replica
+        os.kill(int((victim.pids / "killed.pid").read_text()), signal.SIGKILL)
     stored = _stored(url)
-    assert [r["id"] for r in stored] == [answered]
-    assert not any(marker in json.dumps(r) for r in stored)
+    assert hanging == ["no response"] and not any(marker in json.dumps(r) for r in stored)
+    # Every response that came back before the kill has its receipt; after it, none came.
+    served = {receipt_id for _, status, receipt_id in outcomes if status == 200}
+    assert len(served) >= 20 and served <= {r["id"] for r in stored}
+    assert 0 in {status for _, status, _ in outcomes}
     # The fleet goes on: the other replica still writes to the store.
     assert _ask(other, prompt({"cheap": GOOD})[1]) in {r["id"] for r in _stored(url)}
     assert other.stop() == 0

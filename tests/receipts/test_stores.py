@@ -26,6 +26,14 @@ def _receipt(number: int, served: str | None = "cheap", tool_call: bool = False)
     return receipt
 
 
+def _count(where) -> int:
+    store = open_store(where, create=False)
+    try:
+        return sum(store.counts().values())
+    finally:
+        store.close()
+
+
 @pytest.fixture(params=["sqlite", "postgres"])
 def where(request, tmp_path):
     if request.param == "sqlite":
@@ -81,7 +89,7 @@ def test_a_writer_commits_before_its_future_settles(where):
         loop.run_until_complete(loop.run_in_executor(None, writer.close))
     finally:
         loop.close()
-    assert sum(open_store(where, create=False).counts().values()) == 40
+    assert _count(where) == 40
 
 
 def test_a_damaged_row_is_named_and_can_be_skipped(pg_url):
@@ -95,6 +103,7 @@ def test_a_damaged_row_is_named_and_can_be_skipped(pg_url):
     skipped = []
     assert [r["id"] for r in store.iter_since(None, skipped.append)] == ["rcpt_0001"]
     assert [d.receipt_id for d in skipped] == ["bad"]
+    store.close()
 
 
 def test_replicas_starting_together_cannot_race_the_migration(postgres):
@@ -173,9 +182,10 @@ def test_a_bad_store_url_is_a_located_error_without_its_password(tmp_path, store
     assert "admiss.toml:5:" in ran.stderr and message in ran.stderr and "Secret-Pass" not in ran.stderr
 
 
-def test_the_receipts_and_savings_commands_read_postgres(pg_url):
+def test_the_receipts_command_reads_postgres(pg_url):
     store = open_store(pg_url)
     store.put_many([_receipt(1), _receipt(2, served=None)])
+    store.close()
     ran = _admiss("receipts", "export", pg_url)
     assert ran.returncode == 0, ran.stderr
     assert [json.loads(line)["id"] for line in ran.stdout.splitlines()] == ["rcpt_0001", "rcpt_0002"]
@@ -191,4 +201,4 @@ def test_a_reader_never_writes(where):
     with pytest.raises(StoreError):
         reader.sync_gates({("json", "cheap", 0, "non_empty"): "reason"})
     reader.close()
-    assert open_store(where, create=False).counts() == {}
+    assert _count(where) == 0

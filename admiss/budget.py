@@ -9,6 +9,11 @@ errors / runs in the window is greater than ``rate``. A disabled gate stays disa
 rest of the run (it no longer runs, so nothing could bring it back); what it counts as then
 is ``[gates] on_disabled``: a fail (the default) or skipped.
 
+Gateways that share a receipt store share their disabled gates through it
+(:mod:`admiss.serve.fleet`): a gate one gateway's window disabled is disabled in every
+gateway (:meth:`ErrorBudget.disable`), and ``admiss receipts enable-gates`` turns it back
+on in all of them (:meth:`ErrorBudget.enable`, with an empty window).
+
 Defaults come from ``[gates]`` in admiss.toml (rate 0.5, window 20, min_runs 5); a gate's own
 ``BUDGET rate WINDOW n`` overrides rate and window.
 """
@@ -61,6 +66,15 @@ class ErrorBudget:
     @property
     def error_rate(self) -> float:
         return self.errors / self.runs if self.runs else 0.0
+
+    def disable(self, reason: str) -> None:
+        """Disable the gate for a reason found elsewhere (another gateway's window)."""
+        self.disabled_reason = reason
+
+    def enable(self) -> None:
+        """Turn the gate back on with an empty window: its old errors are not held against it."""
+        self.disabled_reason = None
+        self._outcomes.clear()
 
     def record(self, gate_fault: bool) -> bool:
         """Count one run, an error of the gate's own or not; True when this run disables the gate."""

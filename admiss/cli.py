@@ -413,8 +413,9 @@ class SavingsFormat(str, enum.Enum):
 
 @app.command()
 def savings(
-    inputs: List[Path] = typer.Argument(..., metavar="INPUT...", help="Receipt stores (SQLite), exported receipts (.jsonl), or the "
-                                        "JSON reports of admiss check on bundles with candidates (.json/.jsonl)."),
+    inputs: List[str] = typer.Argument(..., metavar="INPUT...", help="Receipt stores (SQLite files or postgresql:// URLs), exported "
+                                       "receipts (.jsonl), or the JSON reports of admiss check on bundles with candidates "
+                                       "(.json/.jsonl)."),
     config: Optional[Path] = typer.Option(
         None, "--config", metavar="FILE", help="An admiss.toml whose [prices] estimate top-rung costs [default: in the working folder]."
     ),
@@ -431,6 +432,7 @@ def savings(
 
     from admiss.config import find_config, load_config
     from admiss.errors import AdmissError
+    from admiss.receipts import is_url
     from admiss.savings import Request, requests_of, savings as savings_figures
 
     problems: list[AdmissError] = []
@@ -444,7 +446,8 @@ def savings(
 
     try:
         if html is not None:
-            refuse_overwriting_inputs([html], [*inputs, *filter(None, [find_config(config)])])
+            files = [Path(i) for i in inputs if not is_url(i)]
+            refuse_overwriting_inputs([html], [*files, *filter(None, [find_config(config)])])
         data = savings_figures(requests(load_config(config)))
     except AdmissError as error:
         problems.append(error)
@@ -481,10 +484,11 @@ def serve(
                                           "[serve]) [default: beside the rubric, else in the working folder]."),
     host: str = typer.Option("127.0.0.1", "--host", metavar="HOST", help="The address to listen on."),
     port: int = typer.Option(8000, "--port", min=0, max=65535, metavar="PORT", help="The port to listen on."),
-    store: Optional[Path] = typer.Option(None, "--store", metavar="FILE", help="The SQLite receipt store [default: [serve] store "
-                                         "of the config, else admiss-receipts.db]."),
-    workers: int = typer.Option(1, "--workers", min=1, metavar="N", help="Processes serving the one port, each with its "
-                                "own error budgets; /metrics adds them up [default: 1]."),
+    store: Optional[str] = typer.Option(None, "--store", metavar="STORE", help="The receipt store: an SQLite file or a "
+                                        "postgresql:// URL [default: [serve] store of the config, else admiss-receipts.db]."),
+    workers: int = typer.Option(1, "--workers", min=1, metavar="N", help="Processes serving the one port, each counting its "
+                                "own gates' errors and sharing disabled gates through the store; /metrics adds them up "
+                                "[default: 1]."),
 ) -> None:
     """Serve the rubric's chains as an OpenAI-compatible gateway that sends only verified
     output, with receipts, /metrics and bearer keys (https://github.com/admiss/admiss/blob/main/docs/serve.md).
@@ -523,7 +527,7 @@ def serve(
         raise typer.Exit(run_gateway(routers, keys, host, port, grace_s))
     # Checked here, built again in each worker: what the workers serve is what was checked.
     spec = {"rubric": str(rubric.resolve()), "config": str(first.config.path.resolve()) if first.config.path else None,
-            "chain": chain, "store": str(first.store.store.path.resolve())}
+            "chain": chain, "store": _store_location(first.config.serve.store if store is None else store)}
     first.store.close()
     raise typer.Exit(serve_workers(spec, workers, host, port, grace_s))
 
@@ -547,9 +551,32 @@ receipts_app = typer.Typer(help="Read a receipt store written by admiss serve.",
 app.add_typer(receipts_app, name="receipts")
 
 
+def _store_location(store: str | Path) -> str:
+    """A store as a worker process or a message gets it: a URL as given, a file's path made absolute."""
+    from admiss.receipts import is_url
+
+    return str(store) if is_url(str(store)) else str(Path(store).resolve())
+
+
+_STORE_HELP = "The receipt store: an SQLite file, or a postgresql:// URL (password in PGPASSWORD or ~/.pgpass)."
+
+
+def _opened_store(store: str, read_only: bool = False):
+    """The existing store named on the command line; exit 2 with E152 when it is none."""
+    from admiss.receipts import StoreError, open_store
+    from admiss.redact import redact
+
+    try:
+        return open_store(store if "://" in store else Path(store), create=False, read_only=read_only)
+    except StoreError as error:
+        shown = redact(store)
+        sys.stderr.write(f"{shown}: E152 {str(error).removeprefix(f'{shown}: ')}\n")
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+
+
 @receipts_app.command("export")
 def receipts_export(
-    store: Path = typer.Argument(..., metavar="STORE", help="The SQLite receipt store."),
+    store: str = typer.Argument(..., metavar="STORE", help=_STORE_HELP),
     since: Optional[str] = typer.Option(None, "--since", metavar="TIME", help="Only receipts created at or after this ISO-8601 time "
                                         "(a date, or a date and time; no zone means UTC)."),
 ) -> None:
@@ -557,28 +584,52 @@ def receipts_export(
     or when a damaged row was skipped (each one is named on stderr; the rest are printed)."""
     import json
 
-    from admiss.serve.store import DamagedRow, StoreError, open_store, parse_since
+    from admiss.receipts import DamagedRow, StoreError, parse_since
 
     damaged: list[DamagedRow] = []
-
-    def skip(row: DamagedRow) -> None:
-        damaged.append(row)
-        sys.stderr.write(f"{store}: warning: E155 {str(row).removeprefix(f'{store}: ')}; skipped\n")
 
     try:
         start = parse_since(since) if since is not None else None
     except ValueError:
         sys.stderr.write(f"--since: E153 not an ISO-8601 time: {since!r} (e.g. 2026-11-30 or 2026-11-30T23:10:00Z)\n")
         raise typer.Exit(EXIT_BAD_INPUT) from None
+    receipts = _opened_store(store, read_only=True)
+    where = receipts.where
+
+    def skip(row: DamagedRow) -> None:
+        damaged.append(row)
+        sys.stderr.write(f"{where}: warning: E155 {str(row).removeprefix(f'{where}: ')}; skipped\n")
+
     try:
-        receipts = open_store(store, create=False)
         for receipt in receipts.iter_since(start, skip):
             sys.stdout.write(json.dumps(receipt, ensure_ascii=False) + "\n")
     except StoreError as error:
-        sys.stderr.write(f"{store}: E152 {str(error).removeprefix(f'{store}: ')}\n")
+        sys.stderr.write(f"{where}: E152 {str(error).removeprefix(f'{where}: ')}\n")
         raise typer.Exit(EXIT_BAD_INPUT) from None
+    finally:
+        receipts.close()
     if damaged:
         raise typer.Exit(EXIT_BAD_INPUT)
+
+
+@receipts_app.command("enable-gates")
+def receipts_enable_gates(
+    store: str = typer.Argument(..., metavar="STORE", help=_STORE_HELP),
+    chain: Optional[str] = typer.Option(None, "--chain", metavar="NAME", help="Only the gates of this CHAIN [default: all]."),
+) -> None:
+    """Turn gates that an error budget disabled back on, in every gateway writing to STORE
+    (each follows within a second, with an empty window). Exit 2 when the store is bad."""
+    from admiss.receipts import StoreError
+
+    receipts = _opened_store(store)
+    try:
+        count = receipts.enable_gates(chain)
+    except StoreError as error:
+        sys.stderr.write(f"{receipts.where}: E152 {str(error).removeprefix(f'{receipts.where}: ')}\n")
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    finally:
+        receipts.close()
+    sys.stdout.write(f"{count} gate{'s' if count != 1 else ''} enabled\n")
 
 
 # ---------------------------------------------------------------- shell completion

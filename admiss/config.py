@@ -37,7 +37,7 @@ max_tokens = 512                  # optional
 system = "Answer in JSON."        # optional: a system message put before the request's
 
 [serve]                           # admiss serve (docs/serve.md)
-store = "admiss-receipts.db"      # the receipt store, relative to this file
+store = "admiss-receipts.db"      # the receipt store, relative to this file, or "postgresql://..." (a fleet)
 api_keys_env = "ADMISS_API_KEYS"  # optional: comma-separated bearer keys clients must send
 api_keys = []                     # optional: keys written here (prefer the environment)
 grace_s = 10                      # on SIGTERM, how long in-flight requests may finish
@@ -66,11 +66,13 @@ import re
 import sys
 from pathlib import Path
 from typing import Any, Iterable
+from urllib.parse import urlsplit
 
 import attrs
 
 from admiss.configfile import CONFIG_NAME, find_config  # noqa: F401 (re-exported: admiss.config.find_config)
 from admiss.errors import Diagnostic, InputError
+from admiss.redact import redact
 from admiss.source import NO_SPAN, Source, Span
 
 if sys.version_info >= (3, 11):
@@ -170,8 +172,9 @@ DEFAULT_MAX_CONNECTIONS = 512
 class ServeSettings:
     """The ``[serve]`` table of ``admiss serve``."""
 
-    # Relative paths are resolved against the config file's folder when read from a file.
-    store: Path = Path(DEFAULT_STORE)
+    # An SQLite file (relative paths are resolved against the config file's folder when
+    # read from a file), or a postgresql:// URL kept as written (admiss/receipts/).
+    store: Path | str = Path(DEFAULT_STORE)
     api_keys: tuple[str, ...] = ()
     api_keys_env: str | None = None
     grace_s: float = DEFAULT_GRACE_S
@@ -329,6 +332,7 @@ _PRICE_KEYS = ("input_usd_per_mtok", "output_usd_per_mtok")
 _GATE_KEYS = tuple(f.name for f in attrs.fields(GateDefaults))
 _RUNG_KEYS = tuple(f.name for f in attrs.fields(RungSettings))
 TOOL_EVIDENCE = ("client", "served")
+STORE_SCHEMES = ("postgresql", "postgres")
 _SERVE_KEYS = tuple(f.name for f in attrs.fields(ServeSettings))
 _TELEMETRY_KEYS = tuple(f.name for f in attrs.fields(TelemetrySettings))
 _TABLES = ("providers", "prices", "gates", "rungs", "serve", "telemetry")
@@ -382,7 +386,7 @@ class _Reader:
         if not all(isinstance(key, str) and key.strip() for key in keys):
             self._fail(where, "api_keys", "serve.api_keys must hold non-empty strings")
         return ServeSettings(
-            store=path.parent / self._typed(table, where, "store", str, "a string", default=DEFAULT_STORE),
+            store=self._store(table, where, path.parent),
             api_keys=tuple(keys),
             api_keys_env=self._typed(table, where, "api_keys_env", str, "a string", default=None),
             grace_s=self._number(table, where, "grace_s", DEFAULT_GRACE_S),
@@ -412,6 +416,26 @@ class _Reader:
             traces=self._typed(table, where, "traces", bool, "true or false", default=True),
             logs=self._typed(table, where, "logs", bool, "true or false", default=True),
         )
+
+    def _store(self, table: dict, where: tuple[str, ...], folder: Path) -> Path | str:
+        """``[serve] store``: a postgresql:// URL as written, else a path from ``folder``."""
+        value = self._typed(table, where, "store", str, "a string", default=DEFAULT_STORE)
+        scheme, found, rest = value.partition("://")
+        if not found:
+            return folder / value
+        shown = redact(value)  # the message quotes the URL: never its password
+        if scheme not in STORE_SCHEMES:
+            self._fail(where, "store", f"serve.store must be a file path or a postgresql:// URL, not {shown!r}",
+                       hint="e.g. store = \"postgresql://admiss@db.internal:5432/admiss\"")
+        parts = urlsplit(value)
+        try:
+            parts.port  # noqa: B018 - urlsplit checks the port only when asked for it
+        except ValueError:
+            self._fail(where, "store", f"serve.store {shown!r} has a port that is not a number from 0 to 65535")
+        if not parts.hostname and "host=" not in parts.query:
+            self._fail(where, "store", f"serve.store {shown!r} names no database server",
+                       hint="postgresql://USER@HOST:PORT/DATABASE; give the password in PGPASSWORD or ~/.pgpass")
+        return value
 
     def _provider(self, name: str, table: dict, folder: Path) -> ProviderConfig:
         where = ("providers", name)

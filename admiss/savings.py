@@ -3,8 +3,8 @@
 Inputs are read into one neutral :class:`Request` per served (or refused) request, whatever
 file they came from:
 
-- a receipt store (an SQLite file, told by its header bytes), read through
-  :func:`store_bodies`, the one function that knows the store's table;
+- a receipt store (an SQLite file, told by its header bytes, or a postgresql:// URL), read
+  through admiss.receipts, the one package that knows the stores' tables;
 - exported receipts (``admiss receipts export``: JSON Lines of receipt bodies);
 - the JSON reports of ``admiss check`` on bundles with candidates (a replay of logged
   outputs), one per line or one per file.
@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import json
 import math
-import sqlite3
-import urllib.parse
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -30,7 +28,8 @@ from admiss.bundle import type_word
 from admiss.config import Config
 from admiss.errors import AdmissError, Diagnostic, InputError
 from admiss.files import reading
-from admiss.redact import clipped
+from admiss.receipts import DamagedRow, StoreError, is_url, open_store
+from admiss.redact import clipped, redact
 from admiss.source import NO_SPAN, Source, Span
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -310,44 +309,35 @@ class Record:
     prefix: str = ""  # an array element's JSON path, "[3]"
 
 
-def store_bodies(path: Path) -> Iterator[tuple[str, str]]:
-    """(receipt id, body JSON text) of each row of a receipt store, oldest first.
-
-    The store's table is fixed (docs/savings.md); this is the one place that reads it.
-    """
-    # Quoted: a "?" or "#" in a file name would otherwise end the path in the URI.
-    uri = f"file:{urllib.parse.quote(path.resolve().as_posix())}?mode=ro"
+def _store_records(where: str | Path) -> Iterator[Record | Diagnostic]:
+    """Each receipt of a store, and a Diagnostic in place of each damaged row."""
+    name = redact(str(where))  # a URL's password stays out of every message
     try:
-        connection = sqlite3.connect(uri, uri=True)
-    except sqlite3.Error as exc:
-        raise _store_error(path, f"cannot open the receipt store: {exc}")
+        store = open_store(where, create=False, read_only=True)
+    except StoreError as exc:
+        raise _store_error(name, str(exc).removeprefix(f"{name}: ")) from None
+    damaged: list[DamagedRow] = []
     try:
-        rows = connection.execute("SELECT id, body FROM receipts ORDER BY created_at, id")
-        for receipt_id, body in rows:
-            yield str(receipt_id), body
-    except sqlite3.OperationalError as exc:
-        hint = "a receipt store has a table receipts(id, created_at, ..., body)" if "no such" in str(exc) else None
-        raise _store_error(path, f"not a receipt store: {exc}", hint) from None
-    except sqlite3.DatabaseError as exc:
-        raise _store_error(path, f"the receipt store is damaged: {exc}") from None
+        for receipt in store.iter_since(None, damaged.append):
+            yield from _damaged(name, damaged)
+            yield Record(receipt, name, where=f"receipt {receipt.get('id')!r}")
+        yield from _damaged(name, damaged)
+    except StoreError as exc:
+        raise _store_error(name, str(exc).removeprefix(f"{store.where}: ")) from None
     finally:
-        connection.close()
+        store.close()
 
 
-def _store_error(path: Path, message: str, hint: str | None = None) -> InputError:
-    return InputError([Diagnostic("E171", message, hint=hint, file=str(path))])
+def _damaged(name: str, rows: list[DamagedRow]) -> Iterator[Diagnostic]:
+    """An E170 for each damaged row in ``rows``, which is emptied."""
+    for row in rows:
+        yield Diagnostic("E170", f"receipt {row.receipt_id!r}: {row.problem}", file=name)
+    rows.clear()
 
 
-def _store_records(path: Path) -> Iterator[Record | Diagnostic]:
-    for receipt_id, body in store_bodies(path):
-        where = f"receipt {receipt_id!r}"
-        if not isinstance(body, str):
-            yield Diagnostic("E170", f"{where}: body is not JSON text", file=str(path))
-            continue
-        try:
-            yield Record(json.loads(body), str(path), where=where)
-        except (ValueError, RecursionError) as exc:
-            yield Diagnostic("E170", f"{where}: body is not JSON: {_json_problem(exc)}", file=str(path))
+def _store_error(name: str, message: str) -> InputError:
+    return InputError([Diagnostic("E171", message, file=name,
+                                  hint="a receipt store is written by admiss serve (docs/savings.md)")])
 
 
 def _json_problem(exc: Exception) -> str:
@@ -393,8 +383,12 @@ def _text_records(path: Path, text: str) -> Iterator[Record | AdmissError]:
             yield _json_error(name, line, exc, number)
 
 
-def records_of(path: Path) -> Iterator[Record | AdmissError | Diagnostic]:
-    """Each JSON record in one input, or an error in its place."""
+def records_of(path: str | Path) -> Iterator[Record | AdmissError | Diagnostic]:
+    """Each JSON record in one input (a file, or a postgresql:// store), or an error in its place."""
+    if is_url(path):
+        yield from _store_records(path)
+        return
+    path = Path(path)
     with reading(path), path.open("rb") as handle:
         header = handle.read(len(SQLITE_HEADER))
     if header == SQLITE_HEADER:
@@ -416,7 +410,7 @@ def _record_error(record: Record, bad: _Bad) -> Diagnostic:
     return Diagnostic(bad.code, message, span, "warning" if isinstance(bad, _Absurd) else "error", file=record.file)
 
 
-def requests_of(paths: Iterable[Path], config: Config) -> Iterator[Request | Diagnostic | AdmissError]:
+def requests_of(paths: Iterable[str | Path], config: Config) -> Iterator[Request | Diagnostic | AdmissError]:
     """Every request in ``paths``, read as a stream, and each problem in its place (up to a
     limit per file): a warning Diagnostic for a record skipped, an AdmissError otherwise."""
     for path in paths:
@@ -435,7 +429,7 @@ def requests_of(paths: Iterable[Path], config: Config) -> Iterator[Request | Dia
                 yield item if isinstance(item, AdmissError) else InputError([item])
                 found += 1
                 if found >= MAX_ERRORS_PER_FILE:
-                    yield InputError([Diagnostic("E174", f"stopped reading after {found} errors", file=str(path))])
+                    yield InputError([Diagnostic("E174", f"stopped reading after {found} errors", file=redact(str(path)))])
                     break
         except AdmissError as error:
             yield error

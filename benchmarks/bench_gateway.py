@@ -235,12 +235,13 @@ def _start_helper(script: str, *args: str) -> tuple[subprocess.Popen, int]:
 
 
 def _start_gateway(folder: Path, upstream_port: int, workers: int, sender: str,
-                   more_config: str = "") -> tuple[subprocess.Popen, int]:
-    """``more_config``: more tables for its admiss.toml (bench_otel.py's [telemetry])."""
+                   more_config: str = "", store: str = "receipts.db") -> tuple[subprocess.Popen, int]:
+    """``more_config``: more tables for its admiss.toml (bench_otel.py's [telemetry]);
+    ``store``: its receipt store (a file in ``folder``, or a postgresql:// URL)."""
     (folder / "bench.rubric").write_text(RUBRIC + AGENT_RUBRIC)
     (folder / "admiss.toml").write_text(f'[providers.fake]\nbase_url = "http://127.0.0.1:{upstream_port}/v1"\n'
                                         f'{SENDER_CONFIG[sender]}'
-                                        f'[serve]\nstore = "receipts.db"\napi_keys = ["{KEY}"]\n{more_config}')
+                                        f'[serve]\nstore = "{store}"\napi_keys = ["{KEY}"]\n{more_config}')
     port = _free_port()
     log = folder / "serve.log"
     with log.open("wb") as out:
@@ -315,46 +316,57 @@ class Summary:
     burst_last: float
 
 
-def _compare_senders(settings: Settings, delay_s: float, spread_s: float, upstream_port: int) -> None:
-    """Two gateways of one worker each, one sending through the pool and one through httpx,
-    measured in the same rounds as direct calls (each round in another order), so that the
-    difference is the sender's and not the machine's load of the moment."""
-    after = f"{delay_s * 1000:.0f} ± {spread_s * 1000:.0f} ms, uniformly" if spread_s else f"{delay_s * 1000:.0f} ms"
-    print_section(f"gateway's upstream sender: {POOL} vs {HTTPX}, one worker each, in the same rounds, against the "
-                  f"fake upstream replying after {after}, concurrency {CONCURRENCY}")
+def _side_by_side(settings: Settings, delay_s: float, upstream_port: int,
+                  started: dict[str, tuple[subprocess.Popen, int]]) -> tuple[list[list[str]], dict, dict]:
+    """Gateways of one worker each measured in the same rounds as direct calls (each round
+    in another order), so that their difference is theirs and not the machine's load of the
+    moment: the table rows, each gateway's (added median, added p99, req/s), and its added
+    latency one request at a time."""
     total = 1000 if settings.quick else 3000
     rounds = 3 if settings.quick else 5
     direct = _request("/v1/chat/completions", {"model": "cheap", "messages": MESSAGES}, {})
     via = _request("/v1/chat/completions", {"model": "bench", "messages": MESSAGES}, {"authorization": f"Bearer {KEY}"})
+    paths = {"direct": (upstream_port, direct), **{name: (port, via) for name, (_, port) in started.items()}}
+    for port, request in paths.values():
+        load(port, request, 500, CONCURRENCY)  # warm-up
+    names = list(paths)
+    added: dict[str, list] = {name: [] for name in started}
+    rates: dict[str, list] = {name: [] for name in started}
+    rows = []
+    for index in range(rounds):
+        order = names[index % len(names):] + names[:index % len(names)]
+        measured = {name: load(*paths[name], total, CONCURRENCY, delay_s) for name in order}
+        row = [str(index + 1)]
+        for name in started:
+            added[name].append(_added(measured[name][0], measured["direct"][0]))
+            rates[name].append(measured[name][1])
+            row += [*(_ms(v) for v in added[name][-1]), f"{measured[name][1]:.0f}"]
+        rows.append(row)
+    one = {name: statistics.median(load(port, request, 300, 1)[0]) for name, (port, request) in paths.items()}
+    medians = {name: (statistics.median(a for a, _ in added[name]), statistics.median(p for _, p in added[name]),
+                      statistics.median(rates[name])) for name in started}
+    for name, (median, p99, rate) in medians.items():
+        print(f"{name}: added median {_ms(median)} ms, p99 {_ms(p99)} ms, {rate:.0f} req/s; one at a time "
+              f"{_ms(one[name] - one['direct'])} ms")
+    return rows, medians, {name: one[name] - one["direct"] for name in started}
+
+
+def _compare_senders(settings: Settings, delay_s: float, spread_s: float, upstream_port: int) -> None:
+    """Two gateways of one worker each, one sending through the pool and one through httpx."""
+    after = f"{delay_s * 1000:.0f} ± {spread_s * 1000:.0f} ms, uniformly" if spread_s else f"{delay_s * 1000:.0f} ms"
+    print_section(f"gateway's upstream sender: {POOL} vs {HTTPX}, one worker each, in the same rounds, against the "
+                  f"fake upstream replying after {after}, concurrency {CONCURRENCY}")
     with tempfile.TemporaryDirectory() as pool_tmp, tempfile.TemporaryDirectory() as httpx_tmp:
         started = {POOL: _start_gateway(Path(pool_tmp), upstream_port, 1, POOL),
                    HTTPX: _start_gateway(Path(httpx_tmp), upstream_port, 1, HTTPX)}
         try:
-            paths = {"direct": (upstream_port, direct), **{name: (port, via) for name, (_, port) in started.items()}}
-            for port, request in paths.values():
-                load(port, request, 500, CONCURRENCY)  # warm-up
-            names, added, rates, rows = list(paths), {POOL: [], HTTPX: []}, {POOL: [], HTTPX: []}, []
-            for index in range(rounds):
-                order = names[index % len(names):] + names[:index % len(names)]
-                measured = {name: load(*paths[name], total, CONCURRENCY, delay_s) for name in order}
-                row = [str(index + 1)]
-                for sender in (POOL, HTTPX):
-                    added[sender].append(_added(measured[sender][0], measured["direct"][0]))
-                    rates[sender].append(measured[sender][1])
-                    row += [*(_ms(v) for v in added[sender][-1]), f"{measured[sender][1]:.0f}"]
-                rows.append(row)
-            one = {name: statistics.median(load(port, request, 300, 1)[0]) for name, (port, request) in paths.items()}
+            rows, medians, _ = _side_by_side(settings, delay_s, upstream_port, started)
         finally:
             for process, _ in started.values():
                 _stop(process)
-    print_table(f"{total} requests per round; added latency beyond direct calls, in ms",
+    print_table("added latency beyond direct calls, in ms",
                 ["round", "pool added p50", "pool added p99", "pool req/s", "httpx added p50", "httpx added p99",
                  "httpx req/s"], rows)
-    medians = {sender: (statistics.median(a for a, _ in added[sender]), statistics.median(p for _, p in added[sender]),
-                        statistics.median(rates[sender])) for sender in (POOL, HTTPX)}
-    for sender, (median, p99, rate) in medians.items():
-        print(f"{sender}: added median {_ms(median)} ms, p99 {_ms(p99)} ms, {rate:.0f} req/s; one at a time "
-              f"{_ms(one[sender] - one['direct'])} ms")
     (pool_median, pool_p99, pool_rate), (httpx_median, httpx_p99, httpx_rate) = medians[POOL], medians[HTTPX]
     print(f"httpx against the pool: {_ms(httpx_median - pool_median)} ms more added median, "
           f"{_ms(httpx_p99 - pool_p99)} ms more added p99, throughput {ratio_text(httpx_rate / pool_rate)} the pool's")
@@ -362,6 +374,72 @@ def _compare_senders(settings: Settings, delay_s: float, spread_s: float, upstre
                       f"{_ms(httpx_median)} ms"))
     print(target_text(f"through httpx: added p99 <= {TARGET_P99_MS} ms", httpx_p99 * 1000 <= TARGET_P99_MS,
                       f"{_ms(httpx_p99)} ms"))
+
+
+def run_postgres(settings: Settings) -> None:
+    """One gateway writing receipts to SQLite and two to PostgreSQL (a real server on this
+    machine, started here, fsync on), in the same rounds: one committing as the server's
+    defaults do (each commit waits for its WAL flush) and one with the URL's
+    ``options=-c synchronous_commit=off`` (a commit returns before the flush, as SQLite's
+    ``synchronous=NORMAL`` commit returns before any fsync): what the fleet's store costs a
+    request, and how much of it is the disk's."""
+    server = postgres_server()
+    try:
+        for delay_s, spread_s in (UPSTREAMS[0], UPSTREAMS[2]):
+            upstream, upstream_port = _start_upstream(delay_s, spread_s)
+            try:
+                _compare_stores(settings, delay_s, spread_s, upstream_port, server.database())
+            finally:
+                _stop(upstream)
+    finally:
+        server.close()
+
+
+def postgres_server():
+    """A PostgreSQL server of the tests' kind (tests/receipts/pgkit.py: one helper for
+    both), with the server's default durability: fsync on, synchronous_commit on."""
+    sys.path.insert(0, str(Path(__file__).parent.parent / "tests" / "receipts"))
+    import pgkit
+
+    folder = pgkit.binaries()
+    if folder is None:
+        raise SystemExit("PostgreSQL's initdb and pg_ctl are needed (Debian: apt-get install postgresql)")
+    return pgkit.PostgresServer(folder, fsync=True)
+
+
+SQLITE_STORE, POSTGRES_STORE, POSTGRES_ASYNC = "SQLite", "PostgreSQL", "PostgreSQL async commit"
+ASYNC_COMMIT = "?options=-c%20synchronous_commit%3Doff"
+TARGET_STORE_GAP_MS = 0.5
+
+
+def _compare_stores(settings: Settings, delay_s: float, spread_s: float, upstream_port: int, url: str) -> None:
+    after = f"{delay_s * 1000:.0f} ± {spread_s * 1000:.0f} ms, uniformly" if spread_s else f"{delay_s * 1000:.0f} ms"
+    print_section(f"gateway's receipt store: {SQLITE_STORE} vs {POSTGRES_STORE} (same machine, fsync on), one worker "
+                  f"each, in the same rounds, against the fake upstream replying after {after}, concurrency {CONCURRENCY}")
+    stores = {SQLITE_STORE: "receipts.db", POSTGRES_STORE: url, POSTGRES_ASYNC: url + ASYNC_COMMIT}
+    folders = {name: tempfile.TemporaryDirectory() for name in stores}
+    started = {name: _start_gateway(Path(folders[name].name), upstream_port, 1, POOL, store=store)
+               for name, store in stores.items()}
+    try:
+        rows, medians, one = _side_by_side(settings, delay_s, upstream_port, started)
+    finally:
+        for process, _ in started.values():
+            _stop(process)
+    stored = {SQLITE_STORE: sum(1 for _ in _receipts(Path(folders[SQLITE_STORE].name) / "receipts.db")),
+              POSTGRES_STORE: sum(1 for _ in _receipts(url))}  # both PostgreSQL gateways wrote here
+    for folder in folders.values():
+        folder.cleanup()
+    print_table("added latency beyond direct calls, in ms",
+                ["round", *(f"{name} {what}" for name in stores for what in ("added p50", "added p99", "req/s"))], rows)
+    print(f"receipts stored: {stored[SQLITE_STORE]} in SQLite, {stored[POSTGRES_STORE]} in PostgreSQL")
+    for name in (POSTGRES_STORE, POSTGRES_ASYNC):
+        gap = medians[name][0] - medians[SQLITE_STORE][0]
+        print(f"{name} against SQLite: {_ms(gap)} ms more added median, "
+              f"{_ms(medians[name][1] - medians[SQLITE_STORE][1])} ms more added p99, throughput "
+              f"{ratio_text(medians[name][2] / medians[SQLITE_STORE][2])} SQLite's; one at a time "
+              f"{_ms(one[name] - one[SQLITE_STORE])} ms more")
+        print(target_text(f"{name}: added median within {TARGET_STORE_GAP_MS} ms of SQLite's",
+                          gap * 1000 <= TARGET_STORE_GAP_MS, f"{_ms(gap)} ms"))
 
 
 def _run_gateway(settings: Settings, delay_s: float, spread_s: float, upstream_port: int, relay_port: int,
@@ -453,7 +531,7 @@ def _burst(port: int, request: bytes, repeats: int = 5) -> tuple[float, float]:
     return statistics.median(statistics.median(b) for b in bursts), statistics.median(max(b) for b in bursts)
 
 
-def _receipts(path: Path):
-    from admiss.serve.store import open_store
+def _receipts(where: Path | str):
+    from admiss.receipts import open_store
 
-    return open_store(path, create=False).iter_since()
+    return open_store(where, create=False).iter_since()

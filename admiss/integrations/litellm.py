@@ -31,9 +31,9 @@ from litellm.types.guardrails import GuardrailEventHooks
 
 from admiss.cascade import SKIPPED
 from admiss.gates.base import ABSTAIN, FAIL
+from admiss.receipts import StoreError
 from admiss.serve.calls import RequestError
 from admiss.serve.router import Router, Served, store_writer
-from admiss.serve.store import StoreError
 
 RECEIPT_HEADER = "x-admiss-receipt-id"
 ABSTAINED_HEADER = "x-admiss-abstained"

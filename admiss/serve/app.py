@@ -33,11 +33,12 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from admiss import jsonio
 from admiss.config import DEFAULT_HEADER_TIMEOUT_S, DEFAULT_MAX_CONNECTIONS, Config, ServeSettings
 from admiss.errors import Diagnostic, InputError
+from admiss.receipts import StoreError, StoreWriter
 from admiss.redact import redacted_tree
 from admiss.serve.calls import RequestError
+from admiss.serve.fleet import SharedBudgets
 from admiss.serve.metrics import GatewayMetrics
 from admiss.serve.router import Router, Served
-from admiss.serve.store import StoreError, StoreWriter
 
 RECEIPT_HEADER = "x-admiss-receipt-id"
 CHAT_PATH = "/v1/chat/completions"
@@ -372,7 +373,7 @@ class Gateway:
         except StoreError:  # gone, or no longer a store
             writable = False
         if not writable:
-            problems.append(f"receipt store {store.store.path} is not writable")
+            problems.append(f"receipt store {store.store.where} is not writable")
         problems = sorted(set(problems))
         return _JSON({"status": "not ready" if problems else "ready", "problems": problems},
                      status_code=503 if problems else 200)
@@ -425,8 +426,10 @@ class _Lifespan:
 
     def __init__(self, gateway: Gateway):
         self.gateway = gateway
+        self.budgets = SharedBudgets(gateway.store, gateway.routers.values(), gateway.metrics.refresh_gates)
 
     async def __aenter__(self) -> None:
+        await self.budgets.start()
         # Everything made before serving (the compiled chains, the libraries' modules and
         # tables) lives as long as the process: out of the collector's sight, a full
         # collection walks only what requests made. Measured under load: full collections
@@ -439,6 +442,7 @@ class _Lifespan:
             log.info("provider %s: %s", name, route)
 
     async def __aexit__(self, *exc: Any) -> None:
+        await self.budgets.stop()
         for router in self.gateway.routers.values():
             await router.aclose()
         await asyncio.get_running_loop().run_in_executor(None, self.gateway.store.close)
@@ -549,8 +553,8 @@ def serve_workers(spec: Mapping[str, str | None], workers: int, host: str, port:
     and starts a new worker when one dies. 0 after a stop; 3 (uvicorn's start-up failure,
     as for a port already taken) when a worker could not start.
 
-    Each worker has its own event loop, providers' connections, error budgets and store
-    connection (SQLite's lock orders their commits); /metrics adds the workers' values up
+    Each worker has its own event loop, providers' connections, error budgets (sharing the
+    gates they disable through the store: admiss/serve/fleet.py) and store connection (SQLite's lock orders their commits); /metrics adds the workers' values up
     through a metrics folder made for this run and removed after it.
     """
     from uvicorn.config import STARTUP_FAILURE

@@ -22,8 +22,8 @@ from __future__ import annotations
 from typing import Any, Collection
 
 from admiss.errors import TraceError
+from admiss.receipts import call_key
 from admiss.serve.calls import RequestError
-from admiss.serve.store import call_key
 from admiss.traces import openai_chat
 from admiss.traces.mapping import CompiledMapping
 from admiss.traces.steps import ASSISTANT_TEXT, FINAL_ANSWER, TOOL_CALL, Step, StepRef, Trace

@@ -116,6 +116,11 @@ class GatewayMetrics:
             child(self.rung_latency, name, rung).observe(ms / 1000)
         self._gate_health(name)
 
+    def refresh_gates(self) -> None:
+        """Set every chain's gate gauges again (after another gateway's budgets changed them)."""
+        for chain in self._gate_gauges:
+            self._gate_health(chain)
+
     def _gate_health(self, chain: str) -> None:
         """Set the gate gauges of ``chain`` from its router's error budgets."""
         disabled = 0

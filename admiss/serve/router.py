@@ -29,11 +29,11 @@ from admiss.config import Config
 from admiss.errors import Diagnostic, InputError
 from admiss.gates.base import Candidate
 from admiss.providers import Completion, ProviderError, recording_calls, split_model
-from admiss.redact import redacted_tree
+from admiss.receipts import StoreError, StoreWriter, open_writer, utc_timestamp
+from admiss.redact import redact, redacted_tree
 from admiss.report.json import chain_dict
 from admiss.serve.calls import LiveRungs, checked_messages, checked_params, transcript
 from admiss.serve.conversation import Conversation, call_keys, conversation_trace
-from admiss.serve.store import StoreError, StoreWriter, open_store, utc_timestamp
 
 SERVED, EXHAUSTED = "served", "exhausted"
 MODEL_GATES = ("judge",)  # gates that call a model of their own (consistency calls the rung's)
@@ -80,8 +80,8 @@ class Router:
     ``rubric_or_path``: an :class:`admiss.Rubric` or the path of a ``.rubric`` / IR file.
     ``config``: an ``admiss.toml`` path or a :class:`~admiss.config.Config` (default: found
     beside the rubric, else in the working folder). ``chain``: the CHAIN, needed when the
-    rubric has several. ``store``: a receipt store path (the router opens and closes it), a
-    :class:`~admiss.serve.store.StoreWriter` shared with others (its owner closes it), or
+    rubric has several. ``store``: a receipt store (an SQLite path or a postgresql:// URL;
+    the router opens and closes it), a :class:`~admiss.receipts.StoreWriter` shared with others (its owner closes it), or
     None to store nothing. ``listeners`` are called with each receipt once it is stored.
     ``calls_rungs=False``: the router only gates outputs made elsewhere (:meth:`gate`), so
     its rungs need no MODEL nor provider (a judge's model still needs its provider).
@@ -106,7 +106,7 @@ class Router:
         _check_servable(self.chain, self.config, rubric.compiled.origin, calls_rungs)
         _use_fast_sender(self.ctx.providers)
         self._owns_store = isinstance(store, (str, Path))
-        self._store = store_writer(Path(store)) if self._owns_store else store
+        self._store = store_writer(store) if self._owns_store else store
         self.listeners: list[Callable[[dict[str, Any]], None]] = []
         # Only a chain with admissibility gates reads the conversation (a tenth of a
         # millisecond for 40 messages, spent for nothing otherwise).
@@ -369,7 +369,7 @@ def routers_for(rubric_path: str | Path, config: str | Path | None = None, chain
     if not names:
         raise InputError([Diagnostic("E150", "the rubric has no CHAIN to serve", file=str(rubric_path))])
     first = Router(rubric, config, names[0])
-    writer = store_writer(Path(store) if store is not None else first.config.serve.store)
+    writer = store_writer(store if store is not None else first.config.serve.store)
     routers = {names[0]: first}
     routers.update({name: Router(rubric, config, name) for name in names[1:]})
     for router in routers.values():
@@ -377,13 +377,14 @@ def routers_for(rubric_path: str | Path, config: str | Path | None = None, chain
     return routers
 
 
-def store_writer(path: Path) -> StoreWriter:
-    """A writer on the receipt store at ``path`` (made when missing); InputError E152 when
-    the file is not a receipt store."""
+def store_writer(where: str | Path) -> StoreWriter:
+    """A writer on the receipt store at ``where`` (an SQLite path, made when missing, or a
+    postgresql:// URL); InputError E152 when it is not a receipt store or cannot be opened."""
     try:
-        return StoreWriter(open_store(path))
+        return open_writer(where)
     except StoreError as exc:
-        raise InputError([Diagnostic("E152", str(exc), file=str(path))]) from None
+        # A URL's password stays out of the message (the error's own text is masked).
+        raise InputError([Diagnostic("E152", str(exc), file=redact(str(where)))]) from None
 
 
 def _use_fast_sender(providers) -> None:

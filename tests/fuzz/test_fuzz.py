@@ -30,7 +30,7 @@ from admiss.errors import AdmissError
 from admiss.jsonio import dumps_line
 from admiss.providers import MAX_CALL_TOKENS, ProviderError, Reply, _completion, _error_detail
 from admiss.redact import holds_secret, url_secrets
-from admiss.serve.store import DamagedRow, open_store
+from admiss.receipts import DamagedRow, open_store
 
 CORPUS = Path(__file__).parent / "corpus"
 EXAMPLES = int(os.environ.get("ADMISS_FUZZ_EXAMPLES", "120"))

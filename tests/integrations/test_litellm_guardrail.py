@@ -34,7 +34,7 @@ from agentkit import REFUND_RULES, agent_route, call  # noqa: E402
 from chat_server import ChatServer, Recorded, Reply  # noqa: E402
 from gatewaykit import free_port  # noqa: E402
 
-from admiss.serve.store import open_store  # noqa: E402
+from admiss.receipts import open_store  # noqa: E402
 
 GATE = Path(__file__).parent.parent / "serve" / "scripts" / "gate.py"
 RUBRIC = REFUND_RULES + """

@@ -235,9 +235,9 @@ def _bad_body(body: dict) -> dict:
     ("damaged.db", lambda p: p.write_bytes(b"SQLite format 3\x00" + b"\x07" * 600),
      r"damaged\.db: E171 (the receipt store is damaged|not a receipt store)"),
     ("other.db", lambda p: sqlite3.connect(p).execute("CREATE TABLE t (x)").connection.commit(),
-     r"other\.db: E171 not a receipt store: no such table: receipts"),
+     r"other\.db: E171 not a receipt store \(no receipts table of the admiss schema\)"),
     ("rows.db", lambda p: write_store(p, [receipts()[0], "{not json", _bad_body(receipts()[2])]),
-     r"rows\.db: E170 receipt 'bad2': body is not JSON: .*\n.*rows\.db: E173 receipt 'r3': "
+     r"rows\.db: E170 receipt 'bad2': its body is not JSON .*\n.*rows\.db: E173 receipt 'r3': "
      r"chain\.rungs\[0\]\.cost_usd: must be a number from 0 to 1e\+09, not \"cheap\""),
     ("lines.jsonl", lambda p: p.write_text(json.dumps(receipts()[0]) + '\n{"chain": [\n'),
      r"lines\.jsonl:2:\d+: E170 invalid JSON"),

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).parent.parent / "gates"))
 
 from chat_server import ChatServer  # noqa: E402
 
-from admiss.serve.store import open_store  # noqa: E402
+from admiss.receipts import open_store  # noqa: E402
 
 KEY = "client-key-1"
 GOOD = '{"answer": 42}'  # an output that passes non_empty and json_valid

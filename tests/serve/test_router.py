@@ -18,7 +18,8 @@ import pytest
 
 import admiss
 from admiss.errors import InputError
-from admiss.serve.store import StoreBusy, StoreError, StoreWriter, _Checkpointer, open_store, parse_since
+from admiss.receipts import StoreBusy, StoreError, open_store, parse_since
+from admiss.receipts.sqlite import SQLiteWriter as StoreWriter, _Checkpointer
 from gatewaykit import GOOD, prompt, upstream_calls
 
 TWO_RUNGS = """

@@ -11,7 +11,7 @@ import sys
 
 import httpx
 
-from admiss.serve.store import open_store
+from admiss.receipts import open_store
 from gatewaykit import GOOD, KEY, Gateway, prompt
 
 # (id, body) rows as another program could write them: SQLite keeps any type in any column.

@@ -1,32 +1,23 @@
-"""The receipt store: one SQLite database (WAL), one row per request the gateway answered.
+"""The SQLite receipt store (the default): one file in WAL mode, the rows of
+:mod:`admiss.receipts.store`.
 
-The schema is fixed (``admiss savings`` and other tools read it)::
-
-    receipts(id TEXT PRIMARY KEY, created_at TEXT, chain TEXT, served_rung TEXT,
-             outcome TEXT, model_cost_usd REAL, gate_cost_usd REAL, body TEXT)
-
-``body`` is the whole receipt as JSON; the other columns repeat what queries filter on.
-``created_at`` is ISO-8601 UTC with milliseconds (``2026-11-30T23:10:00.123Z``), so text
-order is time order.
-
-The API: :func:`open_store` (creates the file and table when missing), ``put``,
-``put_many``, ``get``, ``iter_since``, ``counts``, ``close``. One :class:`ReceiptStore` is
-used by one thread at a time; the gateway writes through a :class:`StoreWriter`, which
+``open_store(path)`` creates the file and its tables when missing; one :class:`SQLiteStore`
+is used by one thread at a time; the gateway writes through a :class:`SQLiteWriter`, which
 commits the receipts of one turn of its event loop in one transaction.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import sqlite3
 import threading
 import time
-from datetime import datetime, timezone
+import urllib.parse
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from admiss.jsonio import dumps_line
+from admiss.receipts.store import (RECEIPT_COLUMNS, DamagedRow, GateKey, StoreBusy, StoreError, call_rows,
+                                   receipt_of, receipt_row, receipts_of, settle)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS receipts (
@@ -44,66 +35,27 @@ CREATE TABLE IF NOT EXISTS served_tool_calls (
   key TEXT PRIMARY KEY,
   receipt_id TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS disabled_gates (
+  chain TEXT NOT NULL,
+  rung TEXT NOT NULL,
+  position INTEGER NOT NULL,
+  gate TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  PRIMARY KEY (chain, rung, position, gate)
+);
 """
 
 _INSERT = "INSERT INTO receipts VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 _INSERT_CALL = "INSERT OR IGNORE INTO served_tool_calls VALUES (?, ?)"
-_RECEIPT_COLUMNS = 8
+_INSERT_GATE = "INSERT OR IGNORE INTO disabled_gates VALUES (?, ?, ?, ?, ?)"
+_RECEIPT_COLUMNS = len(RECEIPT_COLUMNS)
 
 
-def call_key(call_id: str, name: str, arguments: str) -> str:
-    """What identifies a tool call the gateway served: its id, its tool and its exact
-    arguments (a client that kept the id but changed the arguments has another call)."""
-    return f"{call_id}\x1f{name}\x1f{arguments}"
-
-
-def _call_keys(receipt: dict[str, Any]) -> tuple[str, ...]:
-    calls = receipt.get("tool_calls") or ()
-    return tuple(call_key(c["id"], c["function"]["name"], c["function"]["arguments"]) for c in calls)
-
-
-class StoreError(Exception):
-    """The file is not a receipt store, or cannot be opened or written; the message says which."""
-
-
-class StoreBusy(StoreError):
-    """Another connection (another program) holds the store's write lock."""
-
-
-class DamagedRow(StoreError):
-    """A row whose body is not a receipt (not text, not JSON, not an object); ``receipt_id``
-    names it. Another program can write anything into the file, so a read checks each body."""
-
-    def __init__(self, path: Path, receipt_id: Any, problem: str):
-        super().__init__(f"{path}: receipt row {receipt_id!r} is damaged: {problem}")
-        self.receipt_id = receipt_id
-
-
-def utc_timestamp(moment: datetime | None = None) -> str:
-    """``moment`` (default: now) as the store writes times: UTC, milliseconds, a ``Z``."""
-    moment = (moment or datetime.now(timezone.utc)).astimezone(timezone.utc)
-    return moment.isoformat(timespec="milliseconds")[:-len("+00:00")] + "Z"
-
-
-def _row(receipt: dict[str, Any]) -> tuple:
-    chain = receipt["chain"]
-    return (
-        receipt["id"],
-        receipt["created_at"],
-        chain["name"],
-        chain["served"],
-        "served" if chain["served"] is not None else "exhausted",
-        float(chain["model_cost_usd"]),
-        float(chain["gate_cost_usd"]),
-        dumps_line(receipt).decode("utf-8"),
-        _call_keys(receipt),
-    )
-
-
-class ReceiptStore:
+class SQLiteStore:
     def __init__(self, connection: sqlite3.Connection, path: Path):
         self._db = connection
         self.path = path
+        self.where = str(path)
 
     def put(self, receipt: dict[str, Any]) -> None:
         """Store one receipt (committed when this returns)."""
@@ -111,14 +63,14 @@ class ReceiptStore:
 
     def put_many(self, receipts: list[dict[str, Any]]) -> None:
         """Store receipts in one transaction: all of them or, on an error, none."""
-        self.put_rows([_row(r) for r in receipts])
+        self.put_rows([receipt_row(r) for r in receipts])
 
     def put_rows(self, rows: list[tuple]) -> None:
-        """:meth:`put_many` for receipts already made rows (by :func:`_row`)."""
+        """:meth:`put_many` for receipts already made rows (by :func:`receipt_row`)."""
         try:
             with self._db:
                 self._db.executemany(_INSERT, [row[:_RECEIPT_COLUMNS] for row in rows])
-                calls = [(key, row[0]) for row in rows if len(row) > _RECEIPT_COLUMNS for key in row[_RECEIPT_COLUMNS]]
+                calls = call_rows(rows)
                 if calls:
                     self._db.executemany(_INSERT_CALL, calls)
         except sqlite3.OperationalError as exc:
@@ -134,7 +86,7 @@ class ReceiptStore:
         self._db.execute(f"PRAGMA busy_timeout={int(seconds * 1000)}")
 
     def stop_auto_checkpoints(self) -> None:
-        """Leave checkpoints to the caller (a :class:`StoreWriter` runs them off the loop)."""
+        """Leave checkpoints to the caller (a :class:`SQLiteWriter` runs them off the loop)."""
         self._db.execute("PRAGMA wal_autocheckpoint=0")
 
     def get(self, receipt_id: str) -> dict[str, Any] | None:
@@ -142,7 +94,7 @@ class ReceiptStore:
             row = self._db.execute("SELECT body FROM receipts WHERE id = ?", (receipt_id,)).fetchone()
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: cannot read receipts: {exc}") from None
-        return None if row is None else self._receipt(receipt_id, row[0])
+        return None if row is None else receipt_of(self.path, receipt_id, row[0])
 
     def served(self, keys: list[str]) -> set[str]:
         """Those of ``keys`` (:func:`call_key`) whose tool call a receipt of this store served."""
@@ -168,27 +120,9 @@ class ReceiptStore:
         """
         query = "SELECT id, body FROM receipts WHERE created_at >= ? ORDER BY created_at, rowid"
         try:
-            for receipt_id, body in self._db.execute(query, (since or "",)):
-                try:
-                    yield self._receipt(receipt_id, body)
-                except DamagedRow as damaged:
-                    if skip is None:
-                        raise
-                    skip(damaged)
+            yield from receipts_of(self.path, self._db.execute(query, (since or "",)), skip)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: cannot read receipts: {exc}") from None
-
-    def _receipt(self, receipt_id: Any, body: Any) -> dict[str, Any]:
-        """The receipt a row's body holds; DamagedRow when it holds none."""
-        if not isinstance(body, str):
-            raise DamagedRow(self.path, receipt_id, f"its body is {type(body).__name__}, not JSON text")
-        try:
-            receipt = json.loads(body)
-        except (ValueError, RecursionError) as exc:
-            raise DamagedRow(self.path, receipt_id, f"its body is not JSON ({exc})") from None
-        if not isinstance(receipt, dict):
-            raise DamagedRow(self.path, receipt_id, "its body is not a JSON object")
-        return receipt
 
     def counts(self) -> dict[tuple[str, str], int]:
         """How many receipts there are by (chain, outcome)."""
@@ -204,19 +138,41 @@ class ReceiptStore:
         except sqlite3.Error:
             return False
 
+    def sync_gates(self, disabled: dict[GateKey, str]) -> dict[GateKey, str]:
+        try:
+            with self._db:
+                self._db.executemany(_INSERT_GATE, [(*key, reason) for key, reason in disabled.items()])
+                rows = self._db.execute("SELECT chain, rung, position, gate, reason FROM disabled_gates").fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: cannot share error budgets: {exc}") from None
+        return {(chain, rung, position, gate): reason for chain, rung, position, gate, reason in rows}
+
+    def enable_gates(self, chain: str | None = None) -> int:
+        try:
+            with self._db:
+                return self._db.execute("DELETE FROM disabled_gates WHERE ? IS NULL OR chain = ?", (chain, chain)).rowcount
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: cannot write: {exc}") from None
+
     def close(self) -> None:
         self._db.close()
 
 
-def open_store(path: str | Path, create: bool = True) -> ReceiptStore:
-    """The store at ``path``, made (with its table) when ``create`` and missing."""
+def open_store(path: str | Path, create: bool = True, read_only: bool = False) -> SQLiteStore:
+    """The store at ``path``, made (with its table) when ``create`` and missing; opened
+    read-only (never written, so a gateway may go on writing it) when ``read_only``."""
     path = Path(path)
     if not create and not path.is_file():
         raise StoreError(f"{path}: no such receipt store")
     try:
         # check_same_thread=False: the gateway writes from its event loop's thread and may
         # close from another; one thread at a time uses it.
-        db = sqlite3.connect(path, check_same_thread=False)
+        if read_only:
+            # Quoted: a "?" or "#" in a file name would otherwise end the path in the URI.
+            uri = f"file:{urllib.parse.quote(path.resolve().as_posix())}?mode=ro"
+            db = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        else:
+            db = sqlite3.connect(path, check_same_thread=False)
         if create:
             db.execute("PRAGMA journal_mode=WAL")
             # In WAL mode NORMAL keeps every committed transaction across a process crash;
@@ -226,7 +182,7 @@ def open_store(path: str | Path, create: bool = True) -> ReceiptStore:
         _check_is_store(db, path)
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"{path}: not a receipt store: {exc}") from None
-    return ReceiptStore(db, path)
+    return SQLiteStore(db, path)
 
 
 def _check_is_store(db: sqlite3.Connection, path: Path) -> None:
@@ -236,7 +192,7 @@ def _check_is_store(db: sqlite3.Connection, path: Path) -> None:
         raise StoreError(f"{path}: not a receipt store (no receipts table of the admiss schema)")
 
 
-class StoreWriter:
+class SQLiteWriter:
     """Writes receipts from the event loop in group commits, and reads them off it.
 
     ``await writer.put(receipt)`` returns once the receipt is committed, so a response
@@ -254,7 +210,7 @@ class StoreWriter:
     BUSY_WAIT_S = 5.0
     BUSY_RETRY_S = 0.002
 
-    def __init__(self, store: ReceiptStore):
+    def __init__(self, store: SQLiteStore):
         self.store = store
         self._identity = _file_identity(store.path)
         store.wait_when_locked(0)
@@ -275,7 +231,7 @@ class StoreWriter:
         done = loop.create_future()
         if not self._pending:
             loop.call_soon(self._commit)
-        self._pending.append((_row(receipt), done))
+        self._pending.append((receipt_row(receipt), done))
         return done
 
     def _commit(self) -> None:
@@ -290,7 +246,7 @@ class StoreWriter:
                 return
             self._busy_since = None
         for _, done in batch:
-            _settle(done, error)
+            settle(done, error)
         self._checkpoints.wrote(len(batch))
 
     def _retrying(self) -> bool:
@@ -326,7 +282,7 @@ class StoreWriter:
             error = self._write([row for row, _ in batch]) if batch else None
             for _, done in batch:
                 if not done.get_loop().is_closed():
-                    done.get_loop().call_soon_threadsafe(_settle, done, error)
+                    done.get_loop().call_soon_threadsafe(settle, done, error)
             self._checkpoints.stop()
             self.store.close()
 
@@ -356,7 +312,7 @@ class _Checkpointer:
 
     CHECKPOINT_EVERY = 500
 
-    def __init__(self, store: ReceiptStore):
+    def __init__(self, store: SQLiteStore):
         store.stop_auto_checkpoints()
         self._path = store.path
         self._written = 0
@@ -390,21 +346,3 @@ class _Checkpointer:
                     pass
         finally:
             db.close()
-
-
-def _settle(done: asyncio.Future, error: Exception | None) -> None:
-    if done.done():  # the request was cancelled while its receipt was being written
-        return
-    if error is None:
-        done.set_result(None)
-    else:
-        done.set_exception(error)
-
-
-def parse_since(text: str) -> str:
-    """A ``--since`` time (ISO-8601: a date, or a date and time with ``Z`` or an offset;
-    no zone means UTC) as a store timestamp; ValueError when it is none of these."""
-    moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return utc_timestamp(moment)

@@ -1,0 +1,362 @@
+"""The PostgreSQL receipt store: the rows of :mod:`admiss.receipts.store` in one database
+that any number of gateways (a fleet behind a load balancer) write to at once.
+
+The only module that imports psycopg (3) and psycopg_pool (the ``postgres`` extra).
+
+- The schema has a version (table ``admiss_schema``). Opening a store to write takes a
+  transaction-scoped advisory lock, then creates or migrates the tables and commits: two
+  gateways starting together cannot race (the second waits, then finds the work done). A
+  store of a newer version is refused, never written.
+- :class:`PostgresWriter` commits receipts from the event loop in group commits: the first
+  receipt starts a transaction at once; those that come while it is in flight go into the
+  next, so under load one commit (and one WAL flush) carries many receipts.
+- The URL is shown with its password masked in every message (``where``), and every error
+  psycopg gives is masked the same way before it is shown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any, Callable, Iterator
+
+import psycopg
+import psycopg_pool
+
+from admiss.receipts.store import (RECEIPT_COLUMNS, DamagedRow, GateKey, StoreError, call_rows, receipt_of,
+                                   receipt_row, receipts_of, settle)
+from admiss.redact import redact, url_secrets
+
+SCHEMA_VERSION = 1
+# pg_advisory_xact_lock's key for migrations: any fixed number; this one is "admiss" in ASCII.
+MIGRATION_LOCK = 0x61646D697373
+# Each version's statements, applied in order to a database at an older version.
+MIGRATIONS = {
+    1: [
+        """CREATE TABLE receipts (
+             id text PRIMARY KEY,
+             created_at text NOT NULL,
+             chain text NOT NULL,
+             served_rung text,
+             outcome text NOT NULL,
+             model_cost_usd double precision NOT NULL,
+             gate_cost_usd double precision NOT NULL,
+             body text NOT NULL,
+             seq bigint GENERATED ALWAYS AS IDENTITY)""",
+        "CREATE INDEX receipts_created_at ON receipts (created_at, seq)",
+        "CREATE TABLE served_tool_calls (key text PRIMARY KEY, receipt_id text NOT NULL)",
+        """CREATE TABLE disabled_gates (
+             chain text NOT NULL, rung text NOT NULL, position integer NOT NULL, gate text NOT NULL,
+             reason text NOT NULL, PRIMARY KEY (chain, rung, position, gate))""",
+    ],
+}
+
+# A batch of receipts and their tool calls in one statement, so in one round trip and one
+# transaction: a statement's data-modifying WITH runs to completion whether read or not.
+_INSERT = f"""WITH stored AS (
+  INSERT INTO receipts ({', '.join(RECEIPT_COLUMNS)})
+  SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::float8[], %s::float8[], %s::text[]))
+INSERT INTO served_tool_calls SELECT * FROM unnest(%s::text[], %s::text[]) ON CONFLICT DO NOTHING"""
+_INSERT_GATE = "INSERT INTO disabled_gates VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING"
+# How long opening waits for the server, and a request for a connection of the pool: a
+# database that is down answers the requests 503 after this, rather than holding them.
+CONNECT_TIMEOUT_S = 2
+# How long one commit may take before its requests get the store's error (a server that
+# stopped answering without closing the connection).
+COMMIT_TIMEOUT_S = 10.0
+
+
+class PostgresStore:
+    """A store in one PostgreSQL database, read and written through a pool of connections
+    (safe to share between threads, unlike one connection)."""
+
+    def __init__(self, url: str, read_only: bool = False):
+        self._url = url
+        # A reader's sessions refuse every write (the server enforces it).
+        self._options = {"options": "-c default_transaction_read_only=on"} if read_only else {}
+        self._secrets = url_secrets([url])
+        self.where = redact(url, self._secrets)
+        self._pool: psycopg_pool.ConnectionPool | None = None
+        self._pool_lock = threading.Lock()
+
+    def url(self) -> str:
+        """The URL as given, password and all: for connecting, never for a message."""
+        return self._url
+
+    def masked(self, exc: BaseException) -> str:
+        """An error's text with the URL's password masked."""
+        return redact(str(exc).strip(), self._secrets)
+
+    def error(self, doing: str, exc: BaseException) -> StoreError:
+        if isinstance(exc, psycopg_pool.PoolTimeout):
+            return StoreError(f"{self.where}: cannot {doing}: no connection to the database within {CONNECT_TIMEOUT_S}s")
+        return StoreError(f"{self.where}: cannot {doing}: {self.masked(exc)}")
+
+    def connect(self) -> psycopg.Connection:
+        try:
+            return psycopg.connect(self._url, connect_timeout=CONNECT_TIMEOUT_S, **self._options)
+        except psycopg.Error as exc:
+            raise self.error("connect", exc) from None
+
+    def pool(self) -> psycopg_pool.ConnectionPool:
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = psycopg_pool.ConnectionPool(
+                    self._url, min_size=1, max_size=4, timeout=CONNECT_TIMEOUT_S, open=True,
+                    check=psycopg_pool.ConnectionPool.check_connection,
+                    kwargs={"connect_timeout": CONNECT_TIMEOUT_S, **self._options})
+            return self._pool
+
+    def put(self, receipt: dict[str, Any]) -> None:
+        self.put_many([receipt])
+
+    def put_many(self, receipts: list[dict[str, Any]]) -> None:
+        try:
+            with self.pool().connection() as conn:
+                conn.execute(_INSERT, _batch([receipt_row(r) for r in receipts]))
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            raise self.error("write receipts", exc) from None
+
+    def _fetch(self, query: str, params: tuple, doing: str = "read receipts") -> list[tuple]:
+        try:
+            with self.pool().connection() as conn:
+                return conn.execute(query, params).fetchall()
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            raise self.error(doing, exc) from None
+
+    def get(self, receipt_id: str) -> dict[str, Any] | None:
+        rows = self._fetch("SELECT body FROM receipts WHERE id = %s", (receipt_id,))
+        return receipt_of(self.where, receipt_id, rows[0][0]) if rows else None
+
+    def served(self, keys: list[str]) -> set[str]:
+        rows = self._fetch("SELECT key FROM served_tool_calls WHERE key = ANY(%s)", (keys,))
+        return {key for key, in rows}
+
+    def iter_since(self, since: str | None = None,
+                   skip: Callable[[DamagedRow], None] | None = None) -> Iterator[dict[str, Any]]:
+        query = "SELECT id, body FROM receipts WHERE created_at >= %s ORDER BY created_at, seq"
+        try:
+            with self.pool().connection() as conn, conn.transaction():
+                # A named (server-side) cursor streams the rows: a store of millions of
+                # receipts is read in pieces, not all at once into memory.
+                with conn.cursor(name="admiss_receipts") as cursor:
+                    cursor.itersize = 2000
+                    cursor.execute(query, (since or "",))
+                    yield from receipts_of(self.where, cursor, skip)
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            raise self.error("read receipts", exc) from None
+
+    def counts(self) -> dict[tuple[str, str], int]:
+        rows = self._fetch("SELECT chain, outcome, COUNT(*) FROM receipts GROUP BY chain, outcome", ())
+        return {(chain, outcome): count for chain, outcome, count in rows}
+
+    def writable(self) -> bool:
+        """Whether the database answers and takes writes (a primary, not a read-only standby)."""
+        try:
+            with self.pool().connection() as conn:
+                return conn.execute("SELECT NOT pg_is_in_recovery() AND current_setting('transaction_read_only') = 'off'"
+                                    ).fetchone()[0]
+        except (psycopg.Error, psycopg_pool.PoolTimeout):
+            return False
+
+    def sync_gates(self, disabled: dict[GateKey, str]) -> dict[GateKey, str]:
+        try:
+            with self.pool().connection() as conn, conn.transaction():
+                if disabled:
+                    conn.cursor().executemany(_INSERT_GATE, [(*key, reason) for key, reason in disabled.items()])
+                rows = conn.execute("SELECT chain, rung, position, gate, reason FROM disabled_gates").fetchall()
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            raise self.error("share error budgets", exc) from None
+        return {(chain, rung, position, gate): reason for chain, rung, position, gate, reason in rows}
+
+    def enable_gates(self, chain: str | None = None) -> int:
+        try:
+            with self.pool().connection() as conn, conn.transaction():
+                return conn.execute("DELETE FROM disabled_gates WHERE %s::text IS NULL OR chain = %s",
+                                    (chain, chain)).rowcount
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            raise self.error("write", exc) from None
+
+    def close(self) -> None:
+        with self._pool_lock:
+            if self._pool is not None:
+                self._pool.close()
+                self._pool = None
+
+
+def open_store(url: str, create: bool = True, read_only: bool = False) -> PostgresStore:
+    """The store in the database at ``url``: its tables made or migrated first when
+    ``create``; else StoreError unless they are there at this version. ``read_only``:
+    every session refuses writes."""
+    store = PostgresStore(url, read_only and not create)
+    with store.connect() as conn:
+        try:
+            if create:
+                _migrate(conn, store)
+            else:
+                _check_version(conn, store, _version(conn))
+            _check_columns(conn, store)
+        except psycopg.Error as exc:
+            raise store.error("open the receipt store", exc) from None
+    return store
+
+
+def _version(conn: psycopg.Connection) -> int:
+    """The schema version of the database (0: no admiss tables)."""
+    if conn.execute("SELECT to_regclass('admiss_schema')").fetchone()[0] is None:
+        return 0
+    return conn.execute("SELECT coalesce(max(version), 0) FROM admiss_schema").fetchone()[0]
+
+
+def _migrate(conn: psycopg.Connection, store: PostgresStore) -> None:
+    with conn.transaction():
+        # Held until this transaction ends: a second gateway opening the store meanwhile
+        # waits here, then reads the version this one committed.
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+        conn.execute("CREATE TABLE IF NOT EXISTS admiss_schema (version integer NOT NULL)")
+        version = _version(conn)
+        if version > SCHEMA_VERSION:
+            raise _newer(store, version)
+        for number in range(version + 1, SCHEMA_VERSION + 1):
+            for statement in MIGRATIONS[number]:
+                conn.execute(statement)
+            conn.execute("INSERT INTO admiss_schema VALUES (%s)", (number,))
+
+
+def _check_version(conn: psycopg.Connection, store: PostgresStore, version: int) -> None:
+    if version == 0:
+        raise StoreError(f"{store.where}: not a receipt store (no admiss_schema table; admiss serve makes one)")
+    if version > SCHEMA_VERSION:
+        raise _newer(store, version)
+    if version < SCHEMA_VERSION:
+        raise StoreError(f"{store.where}: the receipt store is at schema version {version}, this admiss reads "
+                         f"{SCHEMA_VERSION}: start admiss serve on it once to migrate it")
+
+
+def _newer(store: PostgresStore, version: int) -> StoreError:
+    return StoreError(f"{store.where}: the receipt store is at schema version {version}, newer than this admiss "
+                      f"knows ({SCHEMA_VERSION}): upgrade admiss")
+
+
+def _check_columns(conn: psycopg.Connection, store: PostgresStore) -> None:
+    columns = [name for name, in conn.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
+        "AND table_name = 'receipts' ORDER BY ordinal_position")]
+    if tuple(columns[:len(RECEIPT_COLUMNS)]) != RECEIPT_COLUMNS:
+        raise StoreError(f"{store.where}: not a receipt store (no receipts table of the admiss schema)")
+
+
+class PostgresWriter:
+    """Writes receipts from the event loop in group commits on one async connection of its
+    own, and reads through the store's pool in worker threads.
+
+    ``await writer.put(receipt)`` returns once the receipt's transaction is committed, so a
+    response sent after it always has its receipt. A commit that fails (the database is
+    down, restarting, or unreachable for CONNECT_TIMEOUT_S) fails the requests of its
+    transaction with StoreError, and the gateway answers them 503.
+
+    Each batch is one statement on an autocommit connection: one round trip, one
+    transaction. Why one connection and not the pool: commits go one at a time (that is
+    what groups them), so a pool would hold one busy connection anyway, and it costs more. Its check of
+    a connection before each use is one more round trip per commit, and after a database
+    restart its reconnection backs off (1 s, 2 s, 4 s, ...): measured with the database down
+    for 2 s under load, replicas on the pool served again 6.2 s after the database was back
+    (benchmarks/bench_fleet.py). Here the next commit after a failure connects again at once,
+    and a batch that fails on a connection that had sat idle is sent once more on a new one.
+    """
+
+    def __init__(self, store: PostgresStore):
+        self.store = store
+        self._pending: list[tuple[tuple, asyncio.Future]] = []
+        self._committer: asyncio.Task | None = None
+        self._conn: psycopg.AsyncConnection | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def put(self, receipt: dict[str, Any]) -> None:
+        await self.queue(receipt)
+
+    def queue(self, receipt: dict[str, Any]) -> asyncio.Future:
+        loop = asyncio.get_running_loop()
+        self._loop = loop
+        done = loop.create_future()
+        self._pending.append((receipt_row(receipt), done))
+        if self._committer is None:
+            self._committer = loop.create_task(self._commit_all())
+        return done
+
+    async def _commit_all(self) -> None:
+        try:
+            while self._pending:
+                batch, self._pending = self._pending, []
+                error = await self._write([row for row, _ in batch])
+                for _, done in batch:
+                    settle(done, error)
+        finally:
+            self._committer = None
+
+    async def _write(self, rows: list[tuple]) -> StoreError | None:
+        try:
+            await asyncio.wait_for(self._commit(rows), COMMIT_TIMEOUT_S)
+            return None
+        except asyncio.TimeoutError:
+            await self._drop()  # in an unknown state: the next commit starts on a new one
+            return StoreError(f"{self.store.where}: cannot write receipts: no commit within {COMMIT_TIMEOUT_S:g}s")
+        except psycopg.Error as exc:
+            if isinstance(exc, psycopg.OperationalError):
+                await self._drop()
+            return self.store.error("write receipts", exc)
+
+    async def _commit(self, rows: list[tuple]) -> None:
+        reused = self._conn is not None
+        conn = await self._connection()
+        try:
+            await conn.execute(_INSERT, _batch(rows))
+        except psycopg.OperationalError:
+            await self._drop()
+            if not reused:
+                raise
+            # A connection that sat idle may have broken meanwhile (the database restarted):
+            # send the batch once more on a new one. Safe either way: had the first one been
+            # committed after all, its ids make this one fail, and the requests get 503
+            # with their receipts stored, never a response without one.
+            conn = await self._connection()
+            await conn.execute(_INSERT, _batch(rows))
+
+    async def _connection(self) -> psycopg.AsyncConnection:
+        if self._conn is None or self._conn.closed:
+            # autocommit: the one statement of a batch is its transaction, committed by the
+            # time its reply comes, with no BEGIN or COMMIT round trip.
+            self._conn = await psycopg.AsyncConnection.connect(self.store.url(), connect_timeout=CONNECT_TIMEOUT_S,
+                                                               autocommit=True)
+        return self._conn
+
+    async def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            await conn.close()
+
+    async def aread(self, call: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(None, call, self.store, *args)
+
+    async def _aclose(self) -> None:
+        while self._committer is not None:
+            await asyncio.shield(self._committer)
+        await self._drop()
+
+    def close(self) -> None:
+        """Commit what is queued and close the connections (from any thread but the loop's:
+        the writer's loop finishes the commits while this waits)."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            if loop.is_running():
+                asyncio.run_coroutine_threadsafe(self._aclose(), loop).result(COMMIT_TIMEOUT_S + CONNECT_TIMEOUT_S)
+            else:
+                loop.run_until_complete(self._aclose())
+        self.store.close()
+
+
+def _batch(rows: list[tuple]) -> list[list]:
+    """The parameters of _INSERT for receipt rows: one array per column, then the calls'."""
+    calls = call_rows(rows)
+    return [[row[column] for row in rows] for column in range(len(RECEIPT_COLUMNS))] + [
+        [key for key, _ in calls], [receipt_id for _, receipt_id in calls]]

@@ -1,0 +1,204 @@
+"""The receipt store interface on both backends (SQLite, a real PostgreSQL), and what only
+PostgreSQL has: migrations under an advisory lock, schema versions, masked passwords."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import threading
+
+import psycopg
+import pytest
+
+import pgkit
+from admiss.receipts import DamagedRow, StoreError, call_key, open_store, open_writer
+
+
+def _receipt(number: int, served: str | None = "cheap", tool_call: bool = False) -> dict:
+    receipt = {"id": f"rcpt_{number:04d}", "request_id": f"chatcmpl-{number}", "created_at": f"2026-11-30T10:00:{number:02d}.000Z",
+               "chain": {"name": "json", "served": served, "model_cost_usd": 0.001 * number, "gate_cost_usd": 0.0,
+                         "rungs": []}}
+    if tool_call:
+        receipt["tool_calls"] = [{"id": f"call_{number}", "type": "function",
+                                  "function": {"name": "lookup", "arguments": '{"q": 1}'}}]
+    return receipt
+
+
+def _count(where) -> int:
+    store = open_store(where, create=False)
+    try:
+        return sum(store.counts().values())
+    finally:
+        store.close()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def where(request, tmp_path):
+    if request.param == "sqlite":
+        return tmp_path / "receipts.db"
+    return request.getfixturevalue("pg_url")
+
+
+def test_every_backend_keeps_receipts_alike(where):
+    store = open_store(where)
+    store.put_many([_receipt(3), _receipt(1, served=None), _receipt(2, tool_call=True)])
+    store.put(_receipt(4))
+    assert [r["id"] for r in store.iter_since()] == ["rcpt_0001", "rcpt_0002", "rcpt_0003", "rcpt_0004"]
+    assert [r["id"] for r in store.iter_since("2026-11-30T10:00:03.000Z")] == ["rcpt_0003", "rcpt_0004"]
+    assert store.get("rcpt_0002") == _receipt(2, tool_call=True)
+    assert store.get("rcpt_9999") is None
+    assert store.counts() == {("json", "served"): 3, ("json", "exhausted"): 1}
+    assert store.served([call_key("call_2", "lookup", '{"q": 1}'), call_key("call_2", "lookup", "{}")]) == {
+        call_key("call_2", "lookup", '{"q": 1}')}
+    assert store.writable()
+    with pytest.raises(StoreError):  # one transaction: a duplicate id keeps the whole batch out
+        store.put_many([_receipt(5), _receipt(1)])
+    assert store.get("rcpt_0005") is None
+    store.close()
+    again = open_store(where, create=False)
+    assert sum(again.counts().values()) == 4
+    again.close()
+
+
+def test_every_backend_shares_disabled_gates(where):
+    store = open_store(where)
+    key = ("json", "cheap", 0, "subprocess")
+    assert store.sync_gates({}) == {}
+    assert store.sync_gates({key: "first reason"}) == {key: "first reason"}
+    assert store.sync_gates({key: "second reason"}) == {key: "first reason"}  # the first one stands
+    assert store.enable_gates("other") == 0
+    assert store.enable_gates("json") == 1
+    assert store.sync_gates({}) == {}
+    store.close()
+
+
+def test_a_writer_commits_before_its_future_settles(where):
+    writer = open_writer(where)
+
+    async def go():
+        await asyncio.gather(*(writer.put(_receipt(n)) for n in range(1, 41)))
+        # Committed: another connection sees every one.
+        return await writer.aread(lambda store: sum(store.counts().values()))
+
+    loop = asyncio.new_event_loop()
+    try:
+        assert loop.run_until_complete(go()) == 40
+        # The writer closes from a thread other than its loop's, as the gateway's lifespan does.
+        loop.run_until_complete(loop.run_in_executor(None, writer.close))
+    finally:
+        loop.close()
+    assert _count(where) == 40
+
+
+def test_a_damaged_row_is_named_and_can_be_skipped(pg_url):
+    store = open_store(pg_url)
+    store.put(_receipt(1))
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("INSERT INTO receipts (id, created_at, chain, outcome, model_cost_usd, gate_cost_usd, body) "
+                     "VALUES ('bad', '2026-11-30T10:00:05.000Z', 'json', 'served', 0, 0, '[1]')")
+    with pytest.raises(DamagedRow, match="'bad' is damaged: its body is not a JSON object"):
+        list(store.iter_since())
+    skipped = []
+    assert [r["id"] for r in store.iter_since(None, skipped.append)] == ["rcpt_0001"]
+    assert [d.receipt_id for d in skipped] == ["bad"]
+    store.close()
+
+
+def test_replicas_starting_together_cannot_race_the_migration(postgres):
+    url = postgres.database()
+    start = threading.Barrier(8)
+    errors: list[Exception] = []
+
+    def open_one():
+        start.wait()
+        try:
+            open_store(url).close()
+        except Exception as exc:  # noqa: BLE001 - every failure is the test's finding
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_one) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SELECT version FROM admiss_schema").fetchall() == [(1,)]
+
+
+def test_schema_versions_are_checked(pg_url):
+    with pytest.raises(StoreError, match="not a receipt store"):
+        open_store(pg_url, create=False)
+    open_store(pg_url).close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("INSERT INTO admiss_schema VALUES (7)")
+    for create in (True, False):
+        with pytest.raises(StoreError, match="schema version 7, newer than this admiss knows"):
+            open_store(pg_url, create=create)
+
+
+def test_a_database_of_other_tables_is_not_taken_for_a_store(pg_url):
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE admiss_schema (version integer)")
+        conn.execute("INSERT INTO admiss_schema VALUES (1)")
+        conn.execute("CREATE TABLE receipts (id text, something text)")
+    with pytest.raises(StoreError, match="no receipts table of the admiss schema"):
+        open_store(pg_url, create=False)
+
+
+def _admiss(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "admiss", *args], capture_output=True, text=True, cwd=cwd, timeout=120)
+
+
+def test_passwords_never_show(postgres, pg_url, tmp_path):
+    wrong = postgres.url(pg_url.rsplit("/", 1)[1], password="Wrong-Password-987654")
+    with pytest.raises(StoreError) as raised:
+        open_store(wrong)
+    assert "Wrong-Password-987654" not in str(raised.value) and "postgresql://***@127.0.0.1" in str(raised.value)
+    ran = _admiss("receipts", "export", wrong)
+    assert ran.returncode == 2 and "E152" in ran.stderr and "Wrong-Password" not in ran.stderr + ran.stdout
+    ran = _admiss("savings", wrong)
+    assert ran.returncode == 2 and "E171" in ran.stderr and "Wrong-Password" not in ran.stderr + ran.stdout
+    (tmp_path / "gw.rubric").write_text('CHAIN c {\n  RUNG a MODEL "fake/a" {\n    GATE non_empty\n  }\n}\n')
+    (tmp_path / "admiss.toml").write_text(f'[providers.fake]\nbase_url = "http://127.0.0.1:9"\n\n'
+                                          f'[serve]\nstore = "{wrong}"\n')
+    ran = _admiss("serve", "gw.rubric", "--port", "0", cwd=tmp_path)
+    assert ran.returncode == 2 and "E152" in ran.stderr and "Wrong-Password" not in ran.stderr + ran.stdout
+
+
+@pytest.mark.parametrize("store, message", [
+    ("mysql://u:Secret-Pass-123@db/x", "must be a file path or a postgresql:// URL, not 'mysql://***@db/x'"),
+    ("postgresql://u:Secret-Pass-123@db:port/x", "has a port that is not a number"),
+    ("postgresql:///x", "names no database server"),
+])
+def test_a_bad_store_url_is_a_located_error_without_its_password(tmp_path, store, message):
+    (tmp_path / "gw.rubric").write_text('CHAIN c {\n  RUNG a MODEL "fake/a" {\n    GATE non_empty\n  }\n}\n')
+    (tmp_path / "admiss.toml").write_text(f'[providers.fake]\nbase_url = "http://127.0.0.1:9"\n\n'
+                                          f'[serve]\nstore = "{store}"\n')
+    ran = _admiss("serve", "gw.rubric", "--port", "0", cwd=tmp_path)
+    assert ran.returncode == 2, ran.stderr
+    assert "admiss.toml:5:" in ran.stderr and message in ran.stderr and "Secret-Pass" not in ran.stderr
+
+
+def test_the_receipts_command_reads_postgres(pg_url):
+    store = open_store(pg_url)
+    store.put_many([_receipt(1), _receipt(2, served=None)])
+    store.close()
+    ran = _admiss("receipts", "export", pg_url)
+    assert ran.returncode == 0, ran.stderr
+    assert [json.loads(line)["id"] for line in ran.stdout.splitlines()] == ["rcpt_0001", "rcpt_0002"]
+    ran = _admiss("receipts", "export", pg_url, "--since", "2026-11-30T10:00:02Z")
+    assert [json.loads(line)["id"] for line in ran.stdout.splitlines()] == ["rcpt_0002"]
+
+
+def test_a_reader_never_writes(where):
+    open_store(where).close()
+    reader = open_store(where, create=False, read_only=True)
+    with pytest.raises(StoreError):
+        reader.put(_receipt(1))
+    with pytest.raises(StoreError):
+        reader.sync_gates({("json", "cheap", 0, "non_empty"): "reason"})
+    reader.close()
+    assert _count(where) == 0

@@ -58,6 +58,9 @@ class Format(str, enum.Enum):
     text = "text"
     json = "json"
     rich = "rich"
+    # Written once for the whole run: JUnit XML for CI services, Markdown for $GITHUB_STEP_SUMMARY.
+    junit = "junit"
+    markdown = "markdown"
 
 
 class ReportShape(str, enum.Enum):
@@ -144,8 +147,9 @@ def check(
         help="A .rubric source or compiled IR .json; overrides each bundle's \"rubric\" field.",
     ),
     fmt: Optional[str] = typer.Option(
-        None, "--format", "-f", metavar="text|json|rich", callback=_one_of(Format), autocompletion=_values(Format),
-        help="Report format [default: rich on a terminal (one line per bundle after 20), text otherwise].",
+        None, "--format", "-f", metavar="text|json|rich|junit|markdown", callback=_one_of(Format),
+        autocompletion=_values(Format), help="Report format [default: rich on a terminal (one line per bundle "
+        "after 20), text otherwise]; junit and markdown write one document for the whole run.",
     ),
     chain: Optional[str] = typer.Option(None, "--chain", metavar="NAME",
                                         help="The CHAIN to run when the rubric has several."),

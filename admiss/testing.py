@@ -390,23 +390,21 @@ class _Checker:
         return out
 
     def _admitted(self) -> list[Failure]:
-        out = []
-        for i, want in enumerate(self.case.expect.get("admitted", [])):
-            result = self.results[want["property"]]
-            fields = {"kind": "kind", "label": "source_label", "detail": "detail"}
-            if not any(all(item.get(fields[k]) == v for k, v in want.items() if k != "property")
-                       for item in result.admitted):
-                out.append(Failure(f"expect.admitted[{i}]", _described(want), "no admitted item matches",
-                                   _property_evidence(result, self.file), self._deciding_clause(result)))
-        return out
+        return self._items("admitted", lambda want, result: any(
+            _admitted_matches(want, item) for item in result.admitted), "no admitted item matches")
 
     def _excluded(self) -> list[Failure]:
+        return self._items("excluded", lambda want, result: any(
+            _exclusion_matches(want, item, exclusion, self.report.evidence) for item, exclusion in result.excluded),
+            "no excluded item matches")
+
+    def _items(self, key: str, holds: Callable[[dict, "PropertyResult"], bool], got: str) -> list[Failure]:
+        """A failure for each entry of ``expect.KEY`` that no item of its property matches."""
         out = []
-        for i, want in enumerate(self.case.expect.get("excluded", [])):
+        for i, want in enumerate(self.case.expect.get(key, [])):
             result = self.results[want["property"]]
-            if not any(_exclusion_matches(want, item, exclusion, self.report.evidence)
-                       for item, exclusion in result.excluded):
-                out.append(Failure(f"expect.excluded[{i}]", _described(want), "no excluded item matches",
+            if not holds(want, result):
+                out.append(Failure(f"expect.{key}[{i}]", _described(want), got,
                                    _property_evidence(result, self.file), self._deciding_clause(result)))
         return out
 
@@ -476,6 +474,14 @@ class _Checker:
 
 def _described(want: dict) -> str:
     return ", ".join(f"{k} {v!r}" for k, v in want.items())
+
+
+# The fields an expect.admitted entry may name, and the item field each is compared with.
+_ADMITTED_FIELDS = {"kind": "kind", "label": "source_label", "detail": "detail"}
+
+
+def _admitted_matches(want: dict, item: dict) -> bool:
+    return all(item.get(_ADMITTED_FIELDS[k]) == v for k, v in want.items() if k != "property")
 
 
 def _exclusion_matches(want: dict, item: dict, exclusion: "Exclusion", evidence: Sequence[dict]) -> bool:

@@ -6,11 +6,9 @@ reports of the same bundles, read independently."""
 from __future__ import annotations
 
 import json
-import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import pytest
 
 from tests.ci.junit_schema import junit_schema
 

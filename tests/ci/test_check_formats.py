@@ -9,7 +9,6 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-
 from tests.ci.junit_schema import junit_schema
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -27,7 +27,7 @@ def _failure_lines(failure: "Failure") -> list[str]:
 
 def case_text(case: "CaseResult") -> str:
     """A failed or errored case's block (a passed case has none)."""
-    head = f"{'FAIL' if case.outcome == 'fail' else 'ERROR'} {case.where}: {one_line(case.name)!s}"
+    head = f"{'FAIL' if case.outcome == 'fail' else 'ERROR'} {one_line(case.where)}: {one_line(case.name)}"
     if case.error is not None:
         return "\n".join([head] + [f"  {line}" for line in case.error.splitlines()])
     return "\n".join([head] + [line for failure in case.failures for line in _failure_lines(failure)])
@@ -41,14 +41,14 @@ def results_text(files: list["FileResult"]) -> str:
     blocks = []
     for result in files:
         if result.error is not None:
-            blocks.append(f"ERROR {result.file}\n" + "\n".join(f"  {line}" for line in result.error.render().splitlines()))
+            blocks.append(f"ERROR {one_line(result.file)}\n" + "\n".join(f"  {line}" for line in result.error.render().splitlines()))
         blocks += [case_text(c) for c in result.cases if c.outcome != "pass"]
     summary = []
     for result in files:
         counts = _counts(list(result.cases))
         state = "could not run" if result.error is not None else \
             f"{counts['pass']} passed, {counts['fail']} failed, {counts['error']} errors"
-        summary.append(f"{result.file}: {state}")
+        summary.append(f"{one_line(result.file)}: {state}")
     every = [c for r in files for c in r.cases]
     counts = _counts(every)
     broken = sum(1 for r in files if r.error is not None)

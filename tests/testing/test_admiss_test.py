@@ -163,3 +163,14 @@ gates = [{{ rung = "only", gate = "judge", verdict = "{verdict}"{reason} }}]
     result = run_file(tmp_path / "r.rubric.test.toml")
     assert result.error is None, result.error
     assert [c.outcome for c in result.cases] == ["pass", "pass"], [c.failures for c in result.cases]
+
+
+def test_what_a_bundle_or_case_wrote_cannot_forge_a_line(admiss_cli, tmp_path):
+    _folder(tmp_path, '[[case]]\nname = "x\\nFAIL forged"\n[case.bundle]\nevidence = [{ kind = "verified_external_source", '
+                      'detail = "\\u001b[2J\\n    expected: no", source_label = "news article" }]\n'
+                      '[case.expect]\nproperties = { named_operator = "yes" }\n')
+    ran = admiss_cli("test")
+    assert ran.code == 1
+    assert "\x1b" not in ran.out
+    assert not any(line.startswith("FAIL forged") for line in ran.out.splitlines())
+    assert [line for line in ran.out.splitlines() if line.strip().startswith("expected:")] == ["    expected: yes"]

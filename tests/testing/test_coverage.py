@@ -173,3 +173,54 @@ def test_the_shipped_rubrics_tests_pass_at_full_coverage(admiss_cli):
     assert results["fail"] == results["error"] == 0 and results["pass"] >= 40
     shipped = sorted(p.name for p in (root / "rubrics").glob("*.rubric"))
     assert sorted(Path(f["rubric"]).name for f in results["files"]) == shipped
+
+
+MAP_RUBRIC = FIXTURES / "map_coverage.rubric"
+# Written by the openai client against a loopback stand-in (rubrics/traces/make_responses_traces.py).
+TRACE = Path(__file__).resolve().parents[2] / "rubrics" / "traces" / "booking_cancellation" / \
+    "looked_up_cancelled_refunded.responses.json"
+
+
+def _expected_rule_hits() -> dict[int, int]:
+    """Line of each WHEN rule -> the steps it decides, read from the trace's items directly:
+    the first rule whose step type, tool pattern and outcome fit decides a step."""
+    rules = []
+    for number, line in enumerate(MAP_RUBRIC.read_text().splitlines(), start=1):
+        words = line.split()
+        if words[:1] == ["WHEN"]:
+            tool = re.search(r'TOOL "([^"]+)"', line)
+            rules.append({"line": number, "step": words[1], "tool": tool[1] if tool else None,
+                          "ok_only": "OUTCOME ok" in line})
+    trace = json.loads(TRACE.read_text())
+    outputs = {i["call_id"]: i["output"] for i in trace["input"] if i.get("type") == "function_call_output"}
+    steps = []
+    for item in trace["input"] + trace["output"]:
+        if item.get("type") == "function_call":
+            failed = outputs[item["call_id"]].lower().startswith("error")
+            steps.append(("TOOL", item["name"], not failed))
+        elif item.get("type") == "reasoning":
+            steps.append(("REASONING", None, True))
+    steps.append(("FINAL", None, True))  # the last output message is the final answer
+    hits = {rule["line"]: 0 for rule in rules}
+    for kind, name, ok in steps:
+        for rule in rules:
+            if rule["step"] != kind or rule["ok_only"] and not ok:
+                continue
+            if rule["tool"] is not None and not re.fullmatch(rule["tool"].replace("*", ".*"), name):
+                continue
+            hits[rule["line"]] += 1
+            break
+    return hits
+
+
+def test_map_rule_coverage_is_the_independent_count(admiss_cli, tmp_path):
+    shutil.copy(MAP_RUBRIC, tmp_path / "map_coverage.rubric")
+    (tmp_path / "map_coverage.rubric.test.toml").write_text(
+        f'[[case]]\nname = "a trace"\ntrace = {json.dumps(str(TRACE))}\nexpect.properties = {{ cancelled = "yes" }}\n')
+    ran = admiss_cli("test", "--coverage", "--format", "json", ".")
+    assert ran.code == 0, ran.out + ran.err
+    (found,) = json.loads(ran.out)["coverage"]["files"]
+    got = {c["line"]: c["hits"] for c in found["clauses"] if c["kind"] == "MAP"}
+    expected = _expected_rule_hits()
+    assert got == expected
+    assert 0 in expected.values() and max(expected.values()) >= 2  # one rule never fires, one fires twice

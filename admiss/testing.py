@@ -627,3 +627,48 @@ def run_tests(paths: Sequence[Path], options: TestOptions, out, err) -> int:
         err.write(f"coverage {total_percent(coverages):.1f}% is below --threshold {options.threshold:g}%\n")
         code = max(code, EXIT_FAIL)
     return code
+
+
+# ---------------------------------------------------------------- one case at a time (the pytest plugin)
+
+# The fnmatch patterns of test file names, for collectors (admiss/integrations/pytest_plugin.py).
+TEST_FILES = (TEST_GLOB,)
+
+
+@attrs.frozen
+class LoadedCase:
+    """A case of a loaded test file, with what running it alone needs."""
+
+    name: str
+    line: int
+    case: Case
+    compiled: Any
+    test_file: str
+    rubric_file: str
+
+
+@attrs.frozen
+class CaseOutcome:
+    result: CaseResult
+
+    @property
+    def passed(self) -> bool:
+        return self.result.outcome == PASSED
+
+    @property
+    def message(self) -> str:
+        """The case's evidence-first report ("" when it passed)."""
+        from admiss.report.cases import case_text
+
+        return "" if self.passed else case_text(self.result)
+
+
+def load_cases(path: str | Path) -> list[LoadedCase]:
+    """The cases of the test file at ``path``; AdmissError when it or its rubric is bad."""
+    test_file, compiled = load_test_file(path)
+    return [LoadedCase(c.name, c.line, c, compiled, str(path), str(test_file.rubric_path)) for c in test_file.cases]
+
+
+def run_case(loaded: LoadedCase) -> CaseOutcome:
+    """Run one case as ``admiss test`` does (offline, a fresh run state)."""
+    return CaseOutcome(_run_case(loaded.compiled, loaded.case, loaded.test_file, loaded.rubric_file, None))

@@ -174,3 +174,19 @@ def test_what_a_bundle_or_case_wrote_cannot_forge_a_line(admiss_cli, tmp_path):
     assert "\x1b" not in ran.out
     assert not any(line.startswith("FAIL forged") for line in ran.out.splitlines())
     assert [line for line in ran.out.splitlines() if line.strip().startswith("expected:")] == ["    expected: yes"]
+
+
+def test_the_pytest_plugin_collects_and_runs_the_cases(tmp_path):
+    """The plugin (admiss/integrations/pytest_plugin.py, a pytest11 entry point) asks
+    admiss.testing for TEST_FILES, load_cases and run_case: a real pytest run over a broken
+    test file."""
+    import subprocess
+    import sys
+
+    _folder(tmp_path, BROKEN)
+    ran = subprocess.run([sys.executable, "-m", "pytest", "--admiss-tests",
+                          "-p", "no:cacheprovider", "-q", str(tmp_path)], capture_output=True, text=True, timeout=120,
+                         cwd=tmp_path)
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    assert "1 failed, 1 passed" in ran.stdout
+    assert "expect.properties.named_operator" in ran.stdout and "DEFAULT no at" in ran.stdout

@@ -4,10 +4,11 @@ bundle's outcome, and writing outcomes in order. Used alike by this process and 
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from pathlib import Path
-from typing import Any, BinaryIO, NamedTuple
+from typing import Any, BinaryIO, Callable, NamedTuple
 
 from admiss.api import load
 from admiss.bundle import parse_bundle_text, rubric_path, validate_bundle
@@ -20,9 +21,32 @@ from admiss.units import Unit, line_text
 EXIT_PASS, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
 
 
+class Document(NamedTuple):
+    """A format written once for the whole run: each outcome's part, then the document."""
+
+    part: Callable[[Any], Any]
+    error_part: Callable[[str, AdmissError], Any]
+    whole: Callable[[list], bytes]
+
+
+DOCUMENTS = ("junit", "markdown")
+
+
+@functools.cache
+def document(fmt: str) -> Document:
+    # Imported here for start-up time: only these two formats need an XML or Markdown writer.
+    if fmt == "junit":
+        from admiss.report import junit
+
+        return Document(junit.report_suite, junit.error_suite, junit.junit_xml)
+    from admiss.report import markdown
+
+    return Document(markdown.report_row, markdown.error_row, markdown.markdown_summary)
+
+
 class CheckOptions(NamedTuple):
     rubric: Path | None
-    fmt: str  # "text", "json" or "rich"
+    fmt: str  # "text", "json", "rich", or a whole-run document: "junit" or "markdown"
     chain: str | None = None
     config: Path | None = None
     jobs: int = 1
@@ -156,7 +180,8 @@ class CheckRun:
         errors = "\n".join(o[1] for o in outcomes if o[1] is not None) or None
         code = max(o[2] for o in outcomes)
         verdict = "error" if code == EXIT_BAD_INPUT else "fail" if code == EXIT_FAIL else "pass"
-        return (shown if self.options.fmt == "rich" else gap.join(shown) if shown else None), errors, code, verdict
+        listed = self.options.fmt == "rich" or self.options.fmt in DOCUMENTS
+        return (shown if listed else gap.join(shown) if shown else None), errors, code, verdict
 
     def shown(self, report) -> Any:
         # One bundle prints one report as it is; several print JSON Lines, or text reports
@@ -166,13 +191,17 @@ class CheckRun:
             return report.to_json(self.options.report == "full", indent=not self.many)
         if fmt == "rich":
             return report
+        if fmt in DOCUMENTS:
+            return document(fmt).part(report)
         text = f"==> {one_line(report.bundle_name)} <==\n{report.to_text()}" if self.many else report.to_text()
         # A lone surrogate (a "\ud800" escape in a bundle) is written as that escape.
         return text.encode("utf-8", "backslashreplace")
 
     def error_outcome(self, error: AdmissError, name: str) -> Outcome:
         shown = None
-        if self.options.fmt == "json" and self.many:
+        if self.options.fmt in DOCUMENTS:
+            shown = document(self.options.fmt).error_part(name, error)
+        elif self.options.fmt == "json" and self.many:
             # Keep one output line per input line, so results stay aligned with the batch.
             shown = dumps_line({"bundle": name, "error": [d.to_dict() for d in error.diagnostics]})
         return shown, error.render(), EXIT_BAD_INPUT, "error"
@@ -217,6 +246,8 @@ class Writer:
         self.printed = 1 if gap_first else 0
         self.counts = {"pass": 0, "fail": 0, "error": 0}
         self._rich = None
+        # A whole-run document (junit, markdown) gathers every outcome's part and is written by finish().
+        self.parts: list = []
 
     def rich_writer(self):
         if self._rich is None:
@@ -235,6 +266,8 @@ class Writer:
             if self.run.options.fmt == "rich":
                 for report in shown if isinstance(shown, list) else (shown,):
                     self.rich_writer().write(report)
+            elif self.run.options.fmt in DOCUMENTS:
+                self.parts.extend(shown if isinstance(shown, list) else (shown,))
             else:
                 if self.printed and self.gap:
                     self.out.write(b"\n")
@@ -243,6 +276,11 @@ class Writer:
                     self.out.flush()
             self.printed += 1
         self.counts[verdict] += 1
+
+    def finish(self) -> None:
+        """Write the whole-run document, when the format is one."""
+        if self.run.options.fmt in DOCUMENTS:
+            self.out.write(document(self.run.options.fmt).whole(self.parts))
 
     @property
     def exit_code(self) -> int:

@@ -58,6 +58,9 @@ class Format(str, enum.Enum):
     text = "text"
     json = "json"
     rich = "rich"
+    # Written once for the whole run: JUnit XML for CI services, Markdown for $GITHUB_STEP_SUMMARY.
+    junit = "junit"
+    markdown = "markdown"
 
 
 class ReportShape(str, enum.Enum):
@@ -144,8 +147,9 @@ def check(
         help="A .rubric source or compiled IR .json; overrides each bundle's \"rubric\" field.",
     ),
     fmt: Optional[str] = typer.Option(
-        None, "--format", "-f", metavar="text|json|rich", callback=_one_of(Format), autocompletion=_values(Format),
-        help="Report format [default: rich on a terminal (one line per bundle after 20), text otherwise].",
+        None, "--format", "-f", metavar="text|json|rich|junit|markdown", callback=_one_of(Format),
+        autocompletion=_values(Format), help="Report format [default: rich on a terminal (one line per bundle "
+        "after 20), text otherwise]; junit and markdown write one document for the whole run.",
     ),
     chain: Optional[str] = typer.Option(None, "--chain", metavar="NAME",
                                         help="The CHAIN to run when the rubric has several."),
@@ -219,6 +223,51 @@ def _check_on_ray(address: str | None, bundles: List[Path], rubric: Optional[Pat
         sys.stderr.write("admiss check: --ray needs Ray: pip install 'admiss[ray]'\n")
         return EXIT_BAD_INPUT
     return run_on_ray(address, bundles, rubric, output, chain, report, config, offline, verbose)
+
+
+class TestFormat(str, enum.Enum):
+    text = "text"
+    json = "json"
+    junit = "junit"
+
+
+def _percent(value: Optional[str]) -> Optional[str]:
+    """A percentage from 0 to 100, said plainly when it is not."""
+    try:
+        ok = value is None or 0 <= float(value) <= 100
+    except ValueError:
+        ok = False
+    if not ok:
+        raise typer.BadParameter(f"{value!r} is not a percentage from 0 to 100")
+    return value
+
+
+@app.command("test")
+def test_(
+    paths: List[Path] = typer.Argument(None, metavar="[PATH]...", help="Test files, or folders searched for "
+                                       "*.rubric.test.toml files [default: the working folder]."),
+    fmt: str = typer.Option("text", "--format", "-f", metavar="text|json|junit", callback=_one_of(TestFormat),
+                            autocompletion=_values(TestFormat), help="Output format."),
+    coverage: bool = typer.Option(False, "--coverage", help="Show which rubric clauses the cases exercised, per "
+                                  "file and line (with the text or JSON results; on stderr with junit), and write "
+                                  "an lcov file."),
+    lcov: Optional[Path] = typer.Option(None, "--lcov", metavar="FILE", help="With --coverage: the lcov file to "
+                                        "write [default: admiss-coverage.lcov]."),
+    threshold: Optional[str] = typer.Option(None, "--threshold", metavar="N", callback=_percent,
+                                            help="Fail (exit 1) when fewer than N percent of the clauses are covered."),
+) -> None:
+    """Run rubric test files: each case checks a bundle or trace offline and says what must hold.
+
+    The format and clause coverage are in https://github.com/admiss/admiss/blob/main/docs/testing.md.
+    Exit 0 when every case holds (and coverage meets --threshold), 1 when one does not, 2 when
+    a test file, its rubric or a case's input is bad, or no test file was found.
+    """
+    from admiss.testing import TestOptions, run_tests
+
+    options = TestOptions(fmt, coverage, lcov, float(threshold) if threshold is not None else None)
+    code = run_tests(paths or [Path(".")], options, sys.stdout.buffer, sys.stderr)
+    sys.stdout.flush()
+    raise typer.Exit(code)
 
 
 @app.command("import")

@@ -283,7 +283,7 @@ def read_config(path: Path) -> Config:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise _syntax_error(exc, source) from None
+        raise toml_syntax_error(exc, source) from None
     return _Reader(source).config(data, path)
 
 
@@ -318,7 +318,7 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
 
 
-def _syntax_error(exc: Exception, source: Source) -> InputError:
+def toml_syntax_error(exc: Exception, source: Source) -> InputError:
     # tomllib only puts the position in the message text (attributes came in 3.14).
     message = str(exc)
     match = _TOML_POSITION.search(message)

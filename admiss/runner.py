@@ -175,8 +175,9 @@ def run_check(paths: list[Path], options: CheckOptions) -> int:
     progress = _progress_for(many, options)
     try:
         # Rich output is drawn by this process; text and JSON can be made by workers.
-        # A file read whole (an .eval zip, an event log) cannot be cut into pieces.
-        if options.jobs > 1 and options.fmt != "rich" and all(_regular_file(p) for p in paths) \
+        # Whole-run documents (junit, markdown) are gathered here too, and a file read whole
+        # (an .eval zip, an event log) cannot be cut into pieces.
+        if options.jobs > 1 and options.fmt in ("text", "json") and all(_regular_file(p) for p in paths) \
                 and not any(is_whole_run_file(p) for p in paths):
             from admiss.stitch import run_in_workers  # start-up time: only --jobs needs the workers
 
@@ -207,6 +208,7 @@ def _run_here(run: CheckRun, paths: list[Path], progress) -> int:
             progress.show(writer.counts)
     if progress is not None:
         progress.show(writer.counts)
+    writer.finish()
     return writer.exit_code
 
 

@@ -109,7 +109,7 @@ def _completions(words: str, cwd) -> list[str]:
 
 
 def test_completion_offers_option_values_and_file_kinds(tmp_path):
-    assert _completions("admiss check --format ", tmp_path) == ["text", "json", "rich"]
+    assert _completions("admiss check --format ", tmp_path) == ["text", "json", "rich", "junit", "markdown"]
     assert _completions("admiss lint -f s", tmp_path) == ["sarif"]
     for name in ("a.rubric", "b.json", "c.jsonl", "notes.txt", ".hidden.rubric"):
         (tmp_path / name).write_text("", encoding="utf-8")

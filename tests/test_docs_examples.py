@@ -167,6 +167,7 @@ def test_python_examples_run(page, tmp_path, monkeypatch):
         pytest.importorskip(module, reason=f"{page.name} needs {module}")
     for block in page_blocks:
         if block.file:
+            (tmp_path / block.file).parent.mkdir(parents=True, exist_ok=True)
             (tmp_path / block.file).write_text(block.body, encoding="utf-8")
     for block in page_blocks:
         if block.lang == "python":

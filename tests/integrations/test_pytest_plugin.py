@@ -235,9 +235,11 @@ def test_text_a_bundle_wrote_cannot_forge_a_line_of_the_message():
 # ---------------------------------------------------------------- rubric test files
 
 
-def test_asking_for_rubric_tests_without_admiss_testing_is_a_usage_error(pytester):
+def test_asking_for_rubric_tests_without_admiss_testing_is_a_usage_error(pytester, monkeypatch):
+    # admiss.testing exists now (admiss test): an admiss without it is one where importing it fails.
+    monkeypatch.setitem(sys.modules, "admiss.testing", None)
     pytester.makepyfile("def test_x(): pass")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--admiss-tests")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--admiss-tests")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--admiss-tests: this admiss has no admiss.testing module*"])
 

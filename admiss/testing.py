@@ -123,7 +123,7 @@ class TestFile:
 
 
 class _Reader:
-    """Checks a decoded test file's shape; every mistake is E190 at the case that made it."""
+    """Checks a decoded test file's shape; every mistake is E192 at the case that made it."""
 
     def __init__(self, path: Path, text: str):
         self.path = path
@@ -133,7 +133,7 @@ class _Reader:
     def error(self, message: str, line: int = 0, hint: str | None = None) -> InputError:
         width = len(self.source.line_text(line).rstrip()) if line else 1
         span = Span.point(line, 1, max(width, 1)) if line else NO_SPAN
-        return InputError([Diagnostic("E190", message, span=span, file=str(self.path), hint=hint)], self.source)
+        return InputError([Diagnostic("E192", message, span=span, file=str(self.path), hint=hint)], self.source)
 
     def keys(self, table: dict, allowed: Sequence[str], where: str, line: int) -> None:
         for key in table:
@@ -232,7 +232,7 @@ def _rubric_properties(rubric_path: Path) -> tuple[Any, set[str]]:
 
 def load_test_file(path: str | Path) -> tuple[TestFile, Any]:
     """The test file at ``path``, checked against its rubric, and the compiled rubric;
-    AdmissError (E190 and the rubric's own errors) when either is wrong."""
+    AdmissError (E192 and the rubric's own errors) when either is wrong."""
     path = Path(path)
     text = read_text(path)
     reader = _Reader(path, text)
@@ -585,7 +585,7 @@ def run_tests(paths: Sequence[Path], options: TestOptions, out, err) -> int:
 
     files = find_test_files(paths)
     if not files:
-        err.write(f"{', '.join(map(str, paths))}: E191 no test files found (named *{TEST_GLOB[1:]})\n"
+        err.write(f"{', '.join(map(str, paths))}: E193 no test files found (named *{TEST_GLOB[1:]})\n"
                   "  hint: docs/testing.md shows how to write one\n")
         return EXIT_BAD_INPUT
     measure = options.coverage or options.threshold is not None

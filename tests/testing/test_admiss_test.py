@@ -83,12 +83,12 @@ def test_a_broken_case_in_json_and_in_valid_junit(admiss_cli, tmp_path):
 
 
 @pytest.mark.parametrize("text, where, message", [
-    ("[[case]]\nname = \"x\"\nbundel = \"b.json\"\n", ":1:1: E190", "case 1: unknown key 'bundel'"),
+    ("[[case]]\nname = \"x\"\nbundel = \"b.json\"\n", ":1:1: E192", "case 1: unknown key 'bundel'"),
     ("[[case]]\nname = \"x\n", ":2:", "E001 TOML syntax error"),
     ('[[case]]\nname = "x"\nbundle = { evidence = [] }\nexpect.properties = { named_operater = "yes" }\n',
-     ":1:1: E190", "expect.properties.named_operater: the rubric has no property 'named_operater'"),
+     ":1:1: E192", "expect.properties.named_operater: the rubric has no property 'named_operater'"),
     ('[[case]]\nname = "x"\nbundle = "missing.json"\nexpect.verdict = "pass"\n', "missing.json", "E001"),
-    ('[[case]]\nname = "x"\nbundle = { evidence = [] }\nexpect.verdict = "passed"\n', ":1:1: E190",
+    ('[[case]]\nname = "x"\nbundle = { evidence = [] }\nexpect.verdict = "passed"\n', ":1:1: E192",
      "expect.verdict: 'passed' is not one of pass, fail"),
     ('rubric = "nope.rubric"\n[[case]]\nname = "x"\nbundle = { evidence = [] }\nexpect.verdict = "pass"\n',
      "nope.rubric", "E001"),
@@ -115,7 +115,7 @@ def test_a_case_whose_bundle_breaks_the_bundle_rules_errors(admiss_cli, tmp_path
 
 def test_no_test_files_is_exit_2(admiss_cli, tmp_path):
     ran = admiss_cli("test", ".")
-    assert ran.code == 2 and "E191 no test files found" in ran.err
+    assert ran.code == 2 and "E193 no test files found" in ran.err
 
 
 def test_lcov_never_overwrites_an_input(admiss_cli, tmp_path):

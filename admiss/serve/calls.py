@@ -218,10 +218,14 @@ class LiveRungs:
                  params: Mapping[str, Any] | None = None, supplied: Mapping[str, Candidate] | None = None,
                  supplied_cost: Mapping[str, float] | None = None, calls: list[Call] | None = None,
                  evidence: tuple[dict, ...] = (), meta: dict | None = None,
-                 conversation: Callable[[str, str | None], tuple[dict, ...]] | None = None):
+                 conversation: Callable[[str, str | None], tuple[dict, ...]] | None = None,
+                 carry: Callable[[Completion], Completion | str] | None = None):
         """``conversation(rung, output)``, when given, makes a made candidate's evidence: the
-        request's conversation with the candidate's output as the final answer."""
+        request's conversation with the candidate's output as the final answer. ``carry``,
+        when given, turns a completion into what the client's wire format serves of it, or
+        says why that format cannot carry it (the rung then escalates, its call billed)."""
         self.ctx = ctx
+        self.carry = carry
         self.conversation = conversation
         # What a made candidate carries besides its output: the bundle's evidence and meta.
         self.evidence = evidence
@@ -254,6 +258,11 @@ class LiveRungs:
             self.errors[rung.name] = exc.reason
             return None, 0.0, f"not run: the rung's model call failed: {exc.reason}"
         cost, _ = cost_usd(self.ctx.config, rung.model or "", [completion.usage])
+        carried = self.carry(completion) if self.carry is not None else completion
+        if isinstance(carried, str):
+            self.errors[rung.name] = carried
+            return None, cost, f"not run: {carried}"
+        completion = carried
         self.calls[rung.name] = RungCall(completion, cost, round((time.perf_counter() - started) * 1000, 3))
         evidence = self.conversation(rung.name, completion.text) if self.conversation else self.evidence
         candidate = Candidate(output=completion.text, model=rung.model, prompt=transcript(messages), meta=self.meta,

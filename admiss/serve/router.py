@@ -33,6 +33,7 @@ from admiss.redact import redacted_tree
 from admiss.report.json import chain_dict
 from admiss.serve.calls import LiveRungs, checked_messages, checked_params, transcript
 from admiss.serve.conversation import Conversation, call_keys, conversation_trace
+from admiss.traces import openai_chat
 from admiss.serve.store import StoreError, StoreWriter, open_store, utc_timestamp
 
 SERVED, EXHAUSTED = "served", "exhausted"
@@ -61,6 +62,22 @@ class Served:
         prompt = sum(u["prompt_tokens"] or 0 for u in self.receipt["usage"])
         completion = sum(u["completion_tokens"] or 0 for u in self.receipt["usage"])
         return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+@attrs.frozen
+class Request:
+    """A chat request in the gateway's own terms, whichever wire format it came in
+    (admiss/serve/wire/ makes one): the checked chat-completions ``messages`` and ``params``
+    the rungs' providers are sent, and the conversation as the client sent it, which the
+    trace reader named ``reader`` reads when the chain's admissibility gates need it."""
+
+    messages: list[dict[str, Any]]
+    params: dict[str, Any]
+    conversation: dict[str, Any]
+    reader: str = openai_chat.NAME
+    # What the wire format can carry of a reply: the completion as it will be served (the
+    # gates check that), or why it cannot be served in this format (the rung escalates).
+    carry: Callable[[Completion], Completion | str] | None = None
 
 
 @attrs.frozen
@@ -134,11 +151,15 @@ class Router:
         an argument.
         """
         messages = checked_messages(messages)
-        params = checked_params(params)
+        return await self.run(Request(messages, checked_params(params), {"messages": messages}))
+
+    async def run(self, request: Request) -> Served:
+        """Run the cascade on a checked :class:`Request`; the served output and its (stored)
+        receipt. RequestError when its conversation breaks a trace's rules."""
         started, created_at = time.perf_counter(), utc_timestamp()
-        conversation = await self._conversation(messages) if self._reads_conversation else None
-        rungs = LiveRungs(self.ctx, self.chain.name, messages, params, calls=recording_calls(),
-                          conversation=conversation.evidence if conversation else None)
+        conversation = await self._conversation(request) if self._reads_conversation else None
+        rungs = LiveRungs(self.ctx, self.chain.name, request.messages, request.params, calls=recording_calls(),
+                          conversation=conversation.evidence if conversation else None, carry=request.carry)
         result = await self.chain.arun(rungs.produce)
         call = rungs.calls.get(result.served) if result.served is not None else None
         tool_calls = call.completion.tool_calls if call else ()
@@ -214,10 +235,10 @@ class Router:
         await self._keep(receipt)
         return receipt
 
-    async def _conversation(self, messages: list[dict[str, Any]]) -> Conversation:
+    async def _conversation(self, request: Request) -> Conversation:
         """The request's conversation as evidence (RequestError when it breaks a trace's
         rules); in strict mode only with the tool calls this gateway served."""
-        trace = conversation_trace(messages)
+        trace = conversation_trace(request.conversation, request.reader)
         served = None
         if self.config.serve.tool_evidence == "served":
             keys = call_keys(trace)

@@ -317,6 +317,11 @@ class Router:
         """Each configured provider's proxy and trust store, in words fit for the log."""
         return self.ctx.providers.routes()
 
+    def unpriced(self) -> list[str]:
+        """The models the chain may call that have no ``[prices]`` in admiss.toml: their calls
+        are recorded at $0, so receipts and ``admiss savings`` undercount them."""
+        return sorted(model for model in self.models() if self.config.price_for(model) is None)
+
     def models(self) -> set[str]:
         """Every model the chain may call: the rungs' and the judges'."""
         return {r.model for r in self.chain.rungs if r.model} | {

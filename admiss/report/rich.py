@@ -263,18 +263,20 @@ def _savings_by_rung(data: dict) -> Table:
 
 
 def _savings_by_gate(data: dict) -> Table:
+    # One chain: its name heads the summary, and the gate table keeps to 80 columns without it.
+    named = len(data["chains"]) > 1
     table = Table()
-    for column in ("chain", "rung", "gate", "runs", "pass", "fail", "abstain", "skipped", "gate $"):
+    for column in ("chain",) * named + ("rung", "gate", "runs", "pass", "fail", "abstain", "skipped", "gate $"):
         table.add_column(column, justify="left" if column in ("chain", "rung", "gate") else "right", overflow="fold")
     for chain in data["chains"]:
         rows = [(rung["rung"], gate) for rung in chain["rungs"] for gate in rung["gates"]]
         for i, (rung, gate) in enumerate(rows):
             first_of_rung = i == 0 or rows[i - 1][0] != rung
             # Names read from receipts or reports, which another program may have written.
-            table.add_row(one_line(chain["chain"]) if i == 0 else "", one_line(rung) if first_of_rung else "",
-                          one_line(gate["gate"]),
-                          str(gate["runs"]), str(gate["pass"]), str(gate["fail"]), str(gate["abstain"]),
-                          str(gate["skipped"]), _usd(gate["gate_cost_usd"]), end_section=i == len(rows) - 1)
+            cells = [one_line(chain["chain"]) if i == 0 else ""] * named + [
+                one_line(rung) if first_of_rung else "", one_line(gate["gate"]), str(gate["runs"]), str(gate["pass"]),
+                str(gate["fail"]), str(gate["abstain"]), str(gate["skipped"]), _usd(gate["gate_cost_usd"])]
+            table.add_row(*cells, end_section=i == len(rows) - 1)
     return table
 
 

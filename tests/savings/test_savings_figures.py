@@ -447,9 +447,9 @@ def test_a_skipped_gate_shows_its_count_and_why_it_never_ran(admiss_cli, tmp_pat
         "not run: the rung's model call failed: HTTP 500": 1})
     wide = admiss_cli("savings", "--config", priced, exported, env={"COLUMNS": "120"}).out
     header = next(line for line in wide.splitlines() if "abstain" in line)
-    assert [cell.strip() for cell in header.split("┃")][4:9] == ["runs", "pass", "fail", "abstain", "skipped"]
+    assert [cell.strip() for cell in header.split("┃")][3:8] == ["runs", "pass", "fail", "abstain", "skipped"]
     json_valid_row = next(line for line in wide.splitlines() if "json_valid" in line and "│" in line)
-    assert [cell.strip() for cell in json_valid_row.split("│")][4:9] == ["3", "2", "1", "0", "2"]
+    assert [cell.strip() for cell in json_valid_row.split("│")][3:8] == ["3", "2", "1", "0", "2"]
     why = ("skipped 2x, serve / draft / json_valid: not run: an earlier gate failed (1); not run: the rung's "
            "model call failed: HTTP 500 (1)")
     assert why in " ".join(wide.split())

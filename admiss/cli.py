@@ -488,7 +488,7 @@ def serve(
     workers: int = typer.Option(1, "--workers", min=1, metavar="N", help="Processes serving the one port, each with its "
                                 "own error budgets; /metrics adds them up [default: 1]."),
 ) -> None:
-    """Serve the rubric's chains as an OpenAI-compatible gateway that sends only verified
+    """Serve the rubric's chains as an OpenAI- and Anthropic-compatible gateway that sends only verified
     output, with receipts, /metrics and bearer keys (https://github.com/admiss/admiss/blob/main/docs/serve.md).
 
     Stops on SIGTERM or Ctrl-C: in-flight requests finish (up to [serve] grace_s), the

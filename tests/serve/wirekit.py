@@ -17,7 +17,7 @@ import attrs
 import openai
 import pytest
 
-from gatewaykit import KEY, Gateway  # noqa: E402
+from gatewaykit import KEY, Gateway
 
 
 @attrs.frozen
@@ -73,10 +73,10 @@ class OpenAIWire:
         return reply.raw.choices[0].message.model_dump(exclude_none=True, exclude={"annotations", "audio",
                                                                                   "function_call", "refusal"})
 
-    def made_call(self, call_id: str, name: str, arguments: Any, text: str | None = None) -> dict:
+    def made_call(self, call_id: str, name: str, arguments: Any) -> dict:
         """An assistant message proposing one call (written by the client, not served)."""
         arguments = arguments if isinstance(arguments, str) else json.dumps(arguments)
-        return {"role": "assistant", "content": text,
+        return {"role": "assistant", "content": None,
                 "tool_calls": [{"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}]}
 
     def results(self, *results: tuple[str, Any], is_error: bool = False) -> list[dict]:
@@ -84,11 +84,8 @@ class OpenAIWire:
         assert not is_error, "chat completions' tool messages have no error flag"
         return [{"role": "tool", "tool_call_id": call_id, "content": _text(result)} for call_id, result in results]
 
-    def call_path(self, message: int, call: int, after_text: bool = False) -> str:
+    def call_path(self, message: int, call: int) -> str:
         return f"messages[{message}].tool_calls[{call}]"
-
-    def text_path(self, message: int) -> str:
-        return f"messages[{message}]"
 
     def result_param(self, message: int, result: int) -> str:
         return f"messages[{message + result}].tool_call_id"
@@ -136,10 +133,8 @@ class AnthropicWire:
         # As an application using the SDK does: the response's blocks go back as they came.
         return {"role": "assistant", "content": reply.raw.content}
 
-    def made_call(self, call_id: str, name: str, arguments: Any, text: str | None = None) -> dict:
-        blocks = [{"type": "text", "text": text}] if text else []
-        return {"role": "assistant", "content": blocks + [{"type": "tool_use", "id": call_id, "name": name,
-                                                           "input": arguments}]}
+    def made_call(self, call_id: str, name: str, arguments: Any) -> dict:
+        return {"role": "assistant", "content": [{"type": "tool_use", "id": call_id, "name": name, "input": arguments}]}
 
     def results(self, *results: tuple[str, Any], is_error: bool = False) -> list[dict]:
         """One user turn answering the calls, a tool_result block each."""
@@ -147,11 +142,8 @@ class AnthropicWire:
             {"type": "tool_result", "tool_use_id": call_id, "content": _text(result),
              **({"is_error": True} if is_error else {})} for call_id, result in results]}]
 
-    def call_path(self, message: int, call: int, after_text: bool = False) -> str:
-        return f"messages[{message}].content[{call + after_text}]"
-
-    def text_path(self, message: int) -> str:
-        return f"messages[{message}]"
+    def call_path(self, message: int, call: int) -> str:
+        return f"messages[{message}].content[{call}]"
 
     def result_param(self, message: int, result: int) -> str:
         return f"messages[{message}].content[{result}].tool_use_id"

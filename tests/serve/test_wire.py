@@ -7,8 +7,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from admiss.providers import Completion
+from admiss.serve.calls import RequestError
+from admiss.serve.conversation import conversation_trace
 from admiss.serve.router import Served
 from admiss.serve.wire import anthropic_messages, openai_chat
 
@@ -76,3 +79,41 @@ def test_anthropic_carries_arguments_as_the_compact_text_of_their_object():
     for arguments in ("[1]", '"text"', "{not json"):
         refused = Completion(None, None, "tool_calls", ({**CALLS[0], "function": {"name": "f", "arguments": arguments}},))
         assert isinstance(anthropic_messages.carry(refused), str)
+
+
+# ------------------------------------------------------------------ hostile bodies
+
+_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(
+        ["type", "text", "id", "name", "input", "tool_use_id", "content", "is_error", "role", "thinking", "x"]),
+        inner, max_size=5), max_leaves=20)
+_BLOCKS = st.fixed_dictionaries({"type": st.sampled_from(["text", "tool_use", "tool_result", "thinking", "image"]) | _VALUES},
+                                optional={k: _VALUES for k in ("text", "id", "name", "input", "tool_use_id", "content",
+                                                               "is_error", "thinking")})
+_MESSAGES = st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant"]) | _VALUES,
+                                   "content": st.text(max_size=5) | st.lists(_BLOCKS, max_size=4) | _VALUES})
+_BODIES = st.fixed_dictionaries(
+    {"max_tokens": st.integers(-1, 5) | _VALUES, "messages": st.lists(_MESSAGES, max_size=4) | _VALUES},
+    optional={"system": _VALUES, "metadata": _VALUES, "stop_sequences": _VALUES, "temperature": _VALUES,
+              "tools": st.lists(st.fixed_dictionaries({"name": _VALUES, "input_schema": _VALUES},
+                                                      optional={"type": _VALUES}), max_size=3) | _VALUES,
+              "tool_choice": st.fixed_dictionaries({"type": st.sampled_from(["auto", "any", "tool", "none"]) | _VALUES},
+                                                   optional={"name": _VALUES, "disable_parallel_tool_use": _VALUES})
+              | _VALUES})
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@given(_BODIES)
+def test_a_hostile_messages_body_is_read_or_refused_by_name_never_raised(body):
+    # Whatever a client sends, the route answers a 400 naming the field (RequestError), or
+    # reads it into a request whose conversation the trace reader reads or refuses alike.
+    try:
+        request = anthropic_messages.read(body).request
+    except RequestError as refused:
+        assert refused.param
+        return
+    try:
+        conversation_trace(request.conversation, request.reader)
+    except RequestError:
+        pass

@@ -146,7 +146,7 @@ def _messages(messages: Any) -> list[dict[str, Any]]:
         if not isinstance(message, dict):
             raise RequestError(f"{where} must be an object", where)
         role = message.get("role")
-        if role not in ROLE_BLOCKS:
+        if not isinstance(role, str) or role not in ROLE_BLOCKS:
             raise RequestError(f"{where}.role must be user or assistant", f"{where}.role")
         _known(message, frozenset({"role", "content"}), where, "a message")
         content = message.get("content")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Collection, Iterator, Mapping, Sequence
 
 import attrs
 
@@ -55,8 +55,9 @@ class RequestError(ValueError):
         self.param = param
 
 
-def checked_messages(messages: Any) -> list[dict[str, Any]]:
-    """``messages`` when they are a non-empty list of chat messages, else RequestError."""
+def message_roles(messages: Any, roles: Collection[str]) -> Iterator[tuple[str, dict[str, Any], str]]:
+    """(where, message, role) of each message of a non-empty array of objects whose ``role``
+    is one of ``roles`` (either wire format's first check); RequestError at the first that is not."""
     if not isinstance(messages, list) or not messages:
         raise RequestError("messages must be a non-empty array of messages", "messages")
     for index, message in enumerate(messages):
@@ -64,8 +65,14 @@ def checked_messages(messages: Any) -> list[dict[str, Any]]:
         if not isinstance(message, dict):
             raise RequestError(f"{where} must be an object", where)
         role = message.get("role")
-        if not isinstance(role, str) or role not in ROLES:
-            raise RequestError(f"{where}.role must be one of {', '.join(sorted(ROLES))}", f"{where}.role")
+        if not isinstance(role, str) or role not in roles:
+            raise RequestError(f"{where}.role must be one of {', '.join(sorted(roles))}", f"{where}.role")
+        yield where, message, role
+
+
+def checked_messages(messages: Any) -> list[dict[str, Any]]:
+    """``messages`` when they are a non-empty list of chat messages, else RequestError."""
+    for where, message, role in message_roles(messages, ROLES):
         _known_fields(message, MESSAGE_FIELDS[role], where, f"a {role} message")
         content = message.get("content")
         if not (content is None or isinstance(content, str) or _text_parts(content)):

@@ -31,7 +31,7 @@ import attrs
 from admiss import jsonio
 from admiss.gates.json_valid import NotJSON, call_arguments
 from admiss.providers import Completion
-from admiss.serve.calls import RequestError, checked_params
+from admiss.serve.calls import RequestError, checked_params, message_roles
 from admiss.serve.router import Request, Served
 from admiss.serve.wire import Incoming, admiss_object, pieces, sse
 from admiss.traces import anthropic
@@ -138,16 +138,8 @@ def _messages(messages: Any) -> list[dict[str, Any]]:
     ``tool`` messages (ahead of its text, as chat completions has them), an assistant turn's
     ``tool_use`` blocks its ``tool_calls``; thinking is not sent on (chat completions has no
     place for it) but stays in the conversation the gates read."""
-    if not isinstance(messages, list) or not messages:
-        raise RequestError("messages must be a non-empty array of messages", "messages")
     out: list[dict[str, Any]] = []
-    for i, message in enumerate(messages):
-        where = f"messages[{i}]"
-        if not isinstance(message, dict):
-            raise RequestError(f"{where} must be an object", where)
-        role = message.get("role")
-        if not isinstance(role, str) or role not in ROLE_BLOCKS:
-            raise RequestError(f"{where}.role must be user or assistant", f"{where}.role")
+    for where, message, role in message_roles(messages, ROLE_BLOCKS):
         _known(message, frozenset({"role", "content"}), where, "a message")
         content = message.get("content")
         if isinstance(content, str):

@@ -482,7 +482,7 @@ def savings(
     from admiss.config import find_config, load_config
     from admiss.errors import AdmissError
     from admiss.receipts import is_url
-    from admiss.savings import Request, requests_of, savings as savings_figures
+    from admiss.savings import Request, requests_of, savings as savings_figures, unpriced_warnings
 
     problems: list[AdmissError] = []
 
@@ -506,6 +506,8 @@ def savings(
         raise typer.Exit(EXIT_BAD_INPUT)
     for note in data["skipped_notes"]:  # the figures stand without these records: warn, do not refuse
         sys.stderr.write(note + "\n")
+    for warning in unpriced_warnings(data):
+        sys.stderr.write(warning + "\n")
     if data["skipped"] > len(data["skipped_notes"]):
         sys.stderr.write(f"W175 {data['skipped'] - len(data['skipped_notes'])} more records skipped\n")
     if html is not None:
@@ -539,7 +541,7 @@ def serve(
                                 "own gates' errors and sharing disabled gates through the store; /metrics adds them up "
                                 "[default: 1]."),
 ) -> None:
-    """Serve the rubric's chains as an OpenAI-compatible gateway that sends only verified
+    """Serve the rubric's chains as an OpenAI- and Anthropic-compatible gateway that sends only verified
     output, with receipts, /metrics and bearer keys (https://github.com/admiss/admiss/blob/main/docs/serve.md).
 
     Stops on SIGTERM or Ctrl-C: in-flight requests finish (up to [serve] grace_s), the
@@ -571,6 +573,10 @@ def serve(
     except AdmissError as error:
         _print_error(error)
         raise typer.Exit(EXIT_BAD_INPUT) from None
+    for model in sorted({m for router in routers.values() for m in router.unpriced()}):
+        where = first.config.path or "admiss.toml"
+        sys.stderr.write(f'admiss serve: warning: W176 {model} has no [prices."{model}"] in {where}: its calls '
+                         "are recorded at $0, so receipts and admiss savings will not count what they cost\n")
     grace_s = first.config.serve.grace_s
     if workers == 1:
         raise typer.Exit(run_gateway(routers, keys, host, port, grace_s))

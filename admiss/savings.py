@@ -49,6 +49,8 @@ MAX_ERRORS_PER_FILE = 20
 # The warning code of a record skipped for an absurd number, and how many are named in the figures.
 SKIPPED = "W175"
 MAX_SKIPPED_NOTES = 20
+# The warning code of a model whose calls count $0 because admiss.toml gives it no price.
+UNPRICED_MODEL = "W176"
 
 
 # ---------------------------------------------------------------- the neutral request
@@ -59,7 +61,7 @@ class GateRun:
     gate: str
     verdict: str
     gate_cost_usd: float
-
+    reason: str | None = None  # why a skipped gate did not run
 
 @attrs.frozen
 class RungRun:
@@ -83,6 +85,9 @@ class Request:
     top_cost_usd: float | None
     top_cost: str  # ACTUAL, ESTIMATED or UNPRICED
     note: str | None = None  # why a request is unpriced
+    # The model of each call the receipt counts at $0 for want of a price (tokens reported,
+    # no [prices] for the model in admiss.toml): spend these figures leave out.
+    unpriced_calls: tuple[str, ...] = ()
 
     @property
     def model_cost_usd(self) -> float:
@@ -198,9 +203,10 @@ def _one_of(value: Any, path: str, words: tuple[str, ...]) -> str:
 
 
 def _gate(gate: dict, path: str) -> GateRun:
-    return GateRun(_string(_field(gate, "gate", path), f"{path}.gate"),
-                   _one_of(_field(gate, "verdict", path), f"{path}.verdict", VERDICTS),
-                   _cost(_field(gate, "gate_cost_usd", path), f"{path}.gate_cost_usd"))
+    verdict = _one_of(_field(gate, "verdict", path), f"{path}.verdict", VERDICTS)
+    reason = _string(gate.get("reason"), f"{path}.reason", nullable=True) if verdict == "skipped" else None
+    return GateRun(_string(_field(gate, "gate", path), f"{path}.gate"), verdict,
+                   _cost(_field(gate, "gate_cost_usd", path), f"{path}.gate_cost_usd"), reason or None)
 
 
 def _chain(record: dict) -> tuple[dict, str, str | None, tuple[RungRun, ...]]:
@@ -242,16 +248,18 @@ def request_from_receipt(record: dict, config: Config) -> Request:
     the last rung call's prompt and completion tokens at the top model's ``[prices]``."""
     _, name, served, rungs = _chain(record)
     top = _top(_field(record, "top_rung", ""), "top_rung")
-    calls = _usage(_field(record, "usage", ""))
+    usage = _field(record, "usage", "")
+    calls = _usage(usage)
+    free = _unpriced_calls(usage, config)
     if USAGE_OUT_OF_BOUNDS in _flags(record.get("flags", [])):
         # Some call of it went unpriced: its spend is a floor and its top-rung cost unknown.
         return Request(name, rungs, served, top["rung"], top.get("model"), None, UNPRICED,
-                       "an upstream reported token usage out of bounds (the receipt is flagged)")
+                       "an upstream reported token usage out of bounds (the receipt is flagged)", free)
     ran = [r for r in rungs if r.rung == top["rung"]]
     if ran:
-        return Request(name, rungs, served, top["rung"], top.get("model"), ran[-1].cost_usd, ACTUAL)
+        return Request(name, rungs, served, top["rung"], top.get("model"), ran[-1].cost_usd, ACTUAL, None, free)
     model = top.get("model")
-    unpriced = Request(name, rungs, served, top["rung"], model, None, UNPRICED)
+    unpriced = Request(name, rungs, served, top["rung"], model, None, UNPRICED, None, free)
     price = config.price_for(model) if model else None
     if price is None:
         return attrs.evolve(unpriced, note=f'no [prices."{model}"] in admiss.toml' if model
@@ -260,7 +268,7 @@ def request_from_receipt(record: dict, config: Config) -> Request:
     if not last or last[-1]["prompt_tokens"] is None or last[-1]["completion_tokens"] is None:
         return attrs.evolve(unpriced, note="the last rung call reported no token counts")
     cost = price.cost_usd(last[-1]["prompt_tokens"], last[-1]["completion_tokens"])
-    return Request(name, rungs, served, top["rung"], model, cost, ESTIMATED)
+    return Request(name, rungs, served, top["rung"], model, cost, ESTIMATED, None, free)
 
 
 def _flags(flags: Any) -> list[str]:
@@ -279,6 +287,21 @@ def _usage(usage: Any) -> list[dict]:
                       "prompt_tokens": _tokens(call.get("prompt_tokens"), f"{where}.prompt_tokens"),
                       "completion_tokens": _tokens(call.get("completion_tokens"), f"{where}.completion_tokens")})
     return calls
+
+
+def _unpriced_calls(usage: list, config: Config) -> tuple[str, ...]:
+    """The models of the calls (any purpose) that reported tokens, cost $0 on the receipt,
+    and have no ``[prices]`` in admiss.toml: a gateway without a price records them at $0.
+    A model priced at 0 (a local one) is priced, and not among them."""
+    found = []
+    for i, call in enumerate(usage):
+        where = f"usage[{i}]"
+        model = _string(call.get("model"), f"{where}.model", nullable=True)
+        tokens = [_tokens(call.get(key), f"{where}.{key}") for key in ("prompt_tokens", "completion_tokens")]
+        cost = _cost(call.get("cost_usd", 0.0), f"{where}.cost_usd")
+        if model and cost == 0 and any(tokens) and config.price_for(model) is None:
+            found.append(model)
+    return tuple(found)
 
 
 def request_of(record: Any, config: Config) -> Request:
@@ -444,11 +467,14 @@ class GateFigures:
     position: int  # the gate's place on its rung, from 1: two gates of one kind stay apart
     verdicts: dict[str, int] = attrs.field(factory=lambda: dict.fromkeys(VERDICTS, 0))
     gate_cost_usd: float = 0.0
+    # Why the gate was skipped, with how often (a gate that never ran shows only skips).
+    skipped_reasons: dict[str, int] = attrs.field(factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         runs = self.verdicts["pass"] + self.verdicts["fail"] + self.verdicts["abstain"]
+        reasons = sorted(self.skipped_reasons.items(), key=lambda item: (-item[1], item[0]))
         return {"gate": self.gate, "position": self.position, "runs": runs, **self.verdicts,
-                "gate_cost_usd": _usd(self.gate_cost_usd)}
+                "skipped_reasons": dict(reasons), "gate_cost_usd": _usd(self.gate_cost_usd)}
 
 
 @attrs.define
@@ -472,6 +498,9 @@ class RungFigures:
             if figures is None:
                 figures = self.gates[(position, gate.gate)] = GateFigures(gate.gate, position)
             figures.verdicts[gate.verdict] += 1
+            if gate.verdict == "skipped":
+                reason = gate.reason or "no reason given"
+                figures.skipped_reasons[reason] = figures.skipped_reasons.get(reason, 0) + 1
             figures.gate_cost_usd += gate.gate_cost_usd
             self.gate_cost_usd += gate.gate_cost_usd
 
@@ -497,9 +526,12 @@ class Figures:
     priced_gate_cost_usd: float = 0.0
     top_cost: dict[str, int] = attrs.field(factory=lambda: {ACTUAL: 0, ESTIMATED: 0, UNPRICED: 0})
     unpriced_notes: dict[str, int] = attrs.field(factory=dict)
+    unpriced_models: dict[str, int] = attrs.field(factory=dict)  # calls counted at $0, by model
 
     def add(self, request: Request) -> None:
         self.requests += 1
+        for model in request.unpriced_calls:
+            self.unpriced_models[model] = self.unpriced_models.get(model, 0) + 1
         self.served += request.served is not None
         self.escalated += request.escalated
         model, gate = request.model_cost_usd, request.gate_cost_usd
@@ -534,6 +566,7 @@ class Figures:
             "net_saving_usd": _usd(net),
             "net_saving_share": _share(net, self.top_rung_cost_usd),
             "unpriced_notes": dict(sorted(self.unpriced_notes.items())),
+            "unpriced_models": dict(sorted(self.unpriced_models.items())),
         }
 
 
@@ -573,6 +606,13 @@ def savings(requests: Iterable[Request | Diagnostic]) -> dict[str, Any]:
         chains.setdefault(request.chain, ChainFigures(request.chain, request.top_rung)).add(request)
     return {**total.to_dict(), "skipped": count, "skipped_notes": skipped,
             "chains": [chains[name].to_dict() for name in sorted(chains)]}
+
+
+def unpriced_warnings(data: dict[str, Any]) -> list[str]:
+    """A W176 warning per model whose calls these figures count at $0 for want of a price."""
+    return [f'{UNPRICED_MODEL} {model} has no [prices."{model}"] in admiss.toml: {calls} of its calls are '
+            "counted at $0 (their receipts have no cost), so the spend shown is short of what was spent"
+            for model, calls in data["unpriced_models"].items()]
 
 
 def _usd(value: float) -> float:

@@ -121,10 +121,36 @@ def _conversation(calls: int = 19) -> list[dict]:
     return messages
 
 
+def _anthropic_conversation(messages: list[dict]) -> list[dict]:
+    """The same conversation in Anthropic's Messages format: each call a tool_use block, each
+    result a tool_result block in the user turn that follows."""
+    out: list[dict] = []
+    for message in messages:
+        if message["role"] == "assistant":
+            out.append({"role": "assistant", "content": [
+                {"type": "tool_use", "id": c["id"], "name": c["function"]["name"],
+                 "input": json.loads(c["function"]["arguments"])} for c in message["tool_calls"]]})
+        elif message["role"] == "tool":
+            out.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": message["tool_call_id"],
+                                                     "content": message["content"]}]})
+        else:
+            out.append(message)
+    return out
+
+
 AGENT_MESSAGES = _conversation()
-# What each kind of request sends: the chain it names, its messages and any more fields.
-KINDS = {"plain": ("bench", {"messages": MESSAGES}),
-         "agent": ("agent", {"messages": AGENT_MESSAGES, "tools": TOOLS, "tool_choice": "auto"})}
+AGENT_FIELDS = {"messages": AGENT_MESSAGES, "tools": TOOLS, "tool_choice": "auto"}
+ANTHROPIC_TOOLS = [{"name": t["function"]["name"], "description": t["function"]["description"],
+                    "input_schema": t["function"]["parameters"]} for t in TOOLS]
+CHAT_PATH, MESSAGES_PATH = "/v1/chat/completions", "/v1/messages"
+# What each kind of request sends: the chain it names, the gateway's route and body, and the
+# body of the direct call (the chat-completions request the gateway's rung sends upstream).
+KINDS = {"plain": ("bench", CHAT_PATH, {"messages": MESSAGES}, {"messages": MESSAGES}),
+         "agent": ("agent", CHAT_PATH, AGENT_FIELDS, AGENT_FIELDS),
+         "agent_messages": ("agent", MESSAGES_PATH,
+                            {"messages": _anthropic_conversation(AGENT_MESSAGES), "max_tokens": 256,
+                             "tools": ANTHROPIC_TOOLS, "tool_choice": {"type": "auto"}},
+                            {**AGENT_FIELDS, "max_tokens": 256})}
 
 
 def _request(path: str, body: dict, headers: dict[str, str]) -> bytes:
@@ -279,9 +305,11 @@ def run(settings: Settings) -> None:
 
 def run_agents(settings: Settings) -> None:
     """The agent's request (tools, 40 messages read as evidence) against the model-paced
-    upstreams, one worker: the targets hold for it too."""
-    for delay_s, spread_s in UPSTREAMS[1:]:
-        _run_against(settings, delay_s, spread_s, kind="agent", workers=(1,))
+    upstreams, one worker, over chat completions and over Anthropic's Messages route: the
+    targets hold for both."""
+    for kind in ("agent", "agent_messages"):
+        for delay_s, spread_s in UPSTREAMS[1:]:
+            _run_against(settings, delay_s, spread_s, kind=kind, workers=(1,))
 
 
 def _run_against(settings: Settings, delay_s: float, spread_s: float, kind: str = "plain",
@@ -445,8 +473,9 @@ def _compare_stores(settings: Settings, delay_s: float, spread_s: float, upstrea
 def _run_gateway(settings: Settings, delay_s: float, spread_s: float, upstream_port: int, relay_port: int,
                  workers: int, sender: str, kind: str = "plain") -> None:
     after = f"{delay_s * 1000:.0f} ± {spread_s * 1000:.0f} ms, uniformly" if spread_s else f"{delay_s * 1000:.0f} ms"
-    what = ("an agent's requests (2 tools, 40 messages read as admissibility evidence)" if kind == "agent"
-            else "inline gates")
+    what = {"plain": "inline gates", "agent": "an agent's requests (2 tools, 40 messages read as admissibility evidence)",
+            "agent_messages": "an agent's requests over POST /v1/messages (Anthropic's format: 2 tools, 40 messages "
+                              "read as admissibility evidence)"}[kind]
     print_section(f"gateway: admiss serve --workers {workers} (upstream calls sent by {sender}) with {what} vs "
                   f"direct calls to the same fake upstream (replying after {after}), concurrency {CONCURRENCY}")
     total = 1000 if settings.quick else 3000
@@ -490,9 +519,9 @@ def _added(path: list[float], direct: list[float]) -> tuple[float, float]:
 def _measure(upstream_port: int, gateway_port: int, relay_port: int, total: int, rounds: int, ramp_s: float,
              kind: str = "plain"):
     # The direct call sends the same body, so the upstream's reading of it cancels out.
-    chain, fields = KINDS[kind]
-    direct = _request("/v1/chat/completions", {"model": "cheap", **fields}, {})
-    via = _request("/v1/chat/completions", {"model": chain, **fields}, {"authorization": f"Bearer {KEY}"})
+    chain, path, fields, direct_fields = KINDS[kind]
+    direct = _request(CHAT_PATH, {"model": "cheap", **direct_fields}, {})
+    via = _request(path, {"model": chain, **fields}, {"authorization": f"Bearer {KEY}"})
     paths = {"direct": (upstream_port, direct), "gateway": (gateway_port, via), "relay": (relay_port, direct)}
     for port, request in paths.values():
         load(port, request, 500, CONCURRENCY)  # warm-up: connections, lazy imports, SQLite pages

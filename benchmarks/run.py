@@ -15,7 +15,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import (  # noqa: E402
-    bench_batch, bench_compile, bench_fleet, bench_gateway, bench_inprocess, bench_lsp, bench_otel, bench_parse,
+    bench_batch, bench_compile, bench_fleet, bench_gateway, bench_gateway_cpu, bench_inprocess, bench_lsp, bench_otel,
+    bench_parse,
     bench_peers, bench_ray, bench_rich,
     bench_reaper, bench_rung, bench_startup, bench_trace_read, bench_traces,
 )
@@ -36,6 +37,7 @@ SECTIONS = {
     "gateway_agents": bench_gateway.run_agents,
     "gateway_postgres": bench_gateway.run_postgres,
     "fleet": bench_fleet.run,
+    "gateway_cpu": bench_gateway_cpu.run,
     "rich": bench_rich.run,
     "parse": bench_parse.run,
     "otel": bench_otel.run,

@@ -33,11 +33,13 @@ class Ran:
 def admiss_cli(tmp_path):
     """Run the real command line in a subprocess, in ``tmp_path``."""
 
-    def run(*args: str, cwd: Path | None = None, stdin: str | None = None) -> Ran:
+    def run(*args: str, cwd: Path | None = None, stdin: str | None = None, env: dict[str, str] | None = None) -> Ran:
+        """``env``: variables set for this run on top of the test's environment."""
         proc = subprocess.run(
             [sys.executable, "-m", "admiss", *map(str, args)],
             cwd=cwd or tmp_path,
             input=stdin,
+            env={**os.environ, **env} if env else None,
             capture_output=True,
             text=True,
             timeout=60,

@@ -13,6 +13,9 @@ from typing import Iterable
 _LABEL_WIDTH, _BAR_MAX, _VALUE_WIDTH, _ROW, _BAR = 220, 360, 130, 26, 18
 _MODEL_COLOUR, _GATE_COLOUR, _SERVED_COLOUR, _EXHAUSTED_COLOUR, _TOP_COLOUR, _SAVING_COLOUR = (
     "#3b6fb6", "#d08a2e", "#3f9a5a", "#c0473d", "#7a7a7a", "#2f8f83")
+# A net saving below zero (the cascade cost more than the top rung alone): drawn as a bar of
+# its size in a colour of its own, so the chart shows the loss rather than no bar at all.
+_LOSS_COLOUR = "#a8326e"
 
 _STYLE = """
 body { font: 14px/1.4 system-ui, sans-serif; color: #222; margin: 2em auto; max-width: 980px; padding: 0 1em; }
@@ -70,16 +73,18 @@ def _rung_label(data: dict, chain: dict, name: str) -> str:
 
 
 def _cost_chart(data: dict) -> str:
+    net = data["net_saving_usd"]
+    saving = ("loss", -net, _LOSS_COLOUR) if net < 0 else ("saving", net, _SAVING_COLOUR)
     rows = [("top rung alone", [("top", data["top_rung_cost_usd"], _TOP_COLOUR)], _usd(data["top_rung_cost_usd"])),
             ("spent", [("model", data["priced_model_cost_usd"], _MODEL_COLOUR),
                        ("gate", data["priced_gate_cost_usd"], _GATE_COLOUR)],
              _usd(data["priced_model_cost_usd"] + data["priced_gate_cost_usd"])),
-            ("net saving", [("saving", max(data["net_saving_usd"], 0.0), _SAVING_COLOUR)], _usd(data["net_saving_usd"]))]
+            ("net loss" if net < 0 else "net saving", [saving], _usd(net))]
     scale = max(data["top_rung_cost_usd"], data["priced_model_cost_usd"] + data["priced_gate_cost_usd"])
     title = f"Cost against the top rung alone ({data['priced_requests']} priced requests)"
     return _bar_chart("cost", title, rows, scale, _legend(
         [("top rung alone", _TOP_COLOUR), ("model spend", _MODEL_COLOUR), ("gate spend", _GATE_COLOUR),
-         ("net saving", _SAVING_COLOUR)]))
+         ("net loss (negative saving)", _LOSS_COLOUR) if net < 0 else ("net saving", _SAVING_COLOUR)]))
 
 
 def _rung_spend_chart(data: dict) -> str:
@@ -129,6 +134,8 @@ def _summary_table(data: dict) -> str:
                    f'<td class="note">{escape(note)}</td></tr>' for name, value, note in rows)
     notes = "".join(f"<li>{count} unpriced: {escape(note)}</li>" for note, count in data["unpriced_notes"].items())
     notes += "".join(f"<li>skipped, not in these figures: {escape(note)}</li>" for note in data["skipped_notes"])
+    notes += "".join(f"<li>unpriced model: {escape(model)} has no price in admiss.toml; {calls} of its calls count "
+                     "$0 here</li>" for model, calls in data["unpriced_models"].items())
     return f'<table id="summary">{body}</table>' + (f"<ul>{notes}</ul>" if notes else "")
 
 

@@ -263,19 +263,34 @@ def _savings_by_rung(data: dict) -> Table:
 
 
 def _savings_by_gate(data: dict) -> Table:
+    # One chain: its name heads the summary, and the gate table keeps to 80 columns without it.
+    named = len(data["chains"]) > 1
     table = Table()
-    for column in ("chain", "rung", "gate", "runs", "pass", "fail", "abstain", "gate $"):
+    for column in ("chain",) * named + ("rung", "gate", "runs", "pass", "fail", "abstain", "skipped", "gate $"):
         table.add_column(column, justify="left" if column in ("chain", "rung", "gate") else "right", overflow="fold")
     for chain in data["chains"]:
         rows = [(rung["rung"], gate) for rung in chain["rungs"] for gate in rung["gates"]]
         for i, (rung, gate) in enumerate(rows):
             first_of_rung = i == 0 or rows[i - 1][0] != rung
             # Names read from receipts or reports, which another program may have written.
-            table.add_row(one_line(chain["chain"]) if i == 0 else "", one_line(rung) if first_of_rung else "",
-                          one_line(gate["gate"]),
-                          str(gate["runs"]), str(gate["pass"]), str(gate["fail"]), str(gate["abstain"]),
-                          _usd(gate["gate_cost_usd"]), end_section=i == len(rows) - 1)
+            cells = [one_line(chain["chain"]) if i == 0 else ""] * named + [
+                one_line(rung) if first_of_rung else "", one_line(gate["gate"]), str(gate["runs"]), str(gate["pass"]),
+                str(gate["fail"]), str(gate["abstain"]), str(gate["skipped"]), _usd(gate["gate_cost_usd"])]
+            table.add_row(*cells, end_section=i == len(rows) - 1)
     return table
+
+
+def _skipped_lines(data: dict) -> list[str]:
+    """Why each gate that was skipped did not run, the commonest reason first, with counts."""
+    lines = []
+    for chain in data["chains"]:
+        for rung in chain["rungs"]:
+            for gate in rung["gates"]:
+                if gate["skipped"]:
+                    reasons = "; ".join(f"{one_line(reason)} ({count})" for reason, count in gate["skipped_reasons"].items())
+                    lines.append(f"skipped {gate['skipped']}x, {one_line(chain['chain'])} / {one_line(rung['rung'])} / "
+                                 f"{one_line(gate['gate'])}: {reasons}")
+    return lines
 
 
 def _records(table: Table) -> Text:
@@ -302,8 +317,13 @@ def print_savings(data: dict, console: Console | None = None) -> None:
         console.print(Text(heading, style="bold"))
         drawn = table(data)
         console.print(drawn if _natural_width(console, drawn) <= console.width else _records(drawn))
+    for line in _skipped_lines(data):
+        console.print(Text(line, style="dim"))
     for note, count in data["unpriced_notes"].items():
         console.print(Text(f"unpriced ({count}): {one_line(note)}", style="yellow"))
+    for model, calls in data["unpriced_models"].items():
+        console.print(Text(f"unpriced model: {one_line(model)} has no price in admiss.toml; {calls} of its calls "
+                           "count $0 here", style="yellow"))
     if data["skipped"]:
         console.print(Text(f"skipped ({data['skipped']}): records with an absurd cost or token count, "
                            "not in these figures (named on stderr)", style="yellow"))

@@ -16,12 +16,11 @@ import hmac
 import json
 import logging
 import os
-import re
 import shutil
 import signal
 import tempfile
 import time
-from typing import Any, AsyncIterator, Mapping
+from typing import Any, Mapping
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -39,9 +38,11 @@ from admiss.serve.calls import RequestError
 from admiss.serve.fleet import SharedBudgets
 from admiss.serve.metrics import GatewayMetrics
 from admiss.serve.router import Router, Served
+from admiss.serve.wire import Incoming, anthropic_messages, openai_chat
 
 RECEIPT_HEADER = "x-admiss-receipt-id"
-CHAT_PATH = "/v1/chat/completions"
+# The routes of a model request, each with its wire format (admiss/serve/wire/).
+WIRES = {openai_chat.PATH: openai_chat, anthropic_messages.PATH: anthropic_messages}
 
 
 class _JSON(JSONResponse):
@@ -69,14 +70,10 @@ def api_keys(router: Router) -> frozenset[str]:
 
 
 def _error(status: int, message: str, kind: str, code: str | None = None, param: str | None = None,
-           receipt_id: str | None = None) -> JSONResponse:
-    """OpenAI's error shape, with the receipt id when the request has a receipt."""
-    error: dict[str, Any] = {"message": message, "type": kind, "param": param, "code": code}
-    headers = {}
-    if receipt_id is not None:
-        error["receipt_id"] = receipt_id
-        headers[RECEIPT_HEADER] = receipt_id
-    return _JSON({"error": error}, status_code=status, headers=headers)
+           receipt_id: str | None = None, wire: Any = openai_chat) -> JSONResponse:
+    """An error in ``wire``'s shape (OpenAI's by default), with the receipt id when the request has a receipt."""
+    headers = {RECEIPT_HEADER: receipt_id} if receipt_id is not None else {}
+    return _JSON(wire.error(status, message, kind, code, param, receipt_id), status_code=status, headers=headers)
 
 
 class _ClientGone(Exception):
@@ -158,64 +155,6 @@ async def _unless_client_leaves(receive: Receive, work: asyncio.Future) -> Any:
         watcher.cancel()
 
 
-def _admiss_object(served: Served) -> dict[str, Any]:
-    chain = served.receipt["chain"]
-    return {"receipt_id": served.receipt["id"], "served_rung": served.rung, "outcome": served.outcome,
-            "model_cost_usd": chain["model_cost_usd"], "gate_cost_usd": chain["gate_cost_usd"]}
-
-
-def _completion_body(served: Served, created: int) -> dict[str, Any]:
-    return {
-        "id": served.receipt["request_id"],
-        "object": "chat.completion",
-        "created": created,
-        "model": served.model,
-        "choices": [{"index": 0, "message": _message(served), "finish_reason": served.finish_reason,
-                     "logprobs": None}],
-        "usage": served.usage,
-        "admiss": _admiss_object(served),
-    }
-
-
-def _message(served: Served) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": served.output}
-    if served.tool_calls:
-        message["tool_calls"] = list(served.tool_calls)
-    return message
-
-
-_PIECE = re.compile(r"\s*\S+\s*|\s+")
-
-
-def _sse(data: Mapping[str, Any]) -> bytes:
-    return b"data: " + jsonio.dumps_line(data) + b"\n\n"
-
-
-async def _chunks(served: Served, created: int, include_usage: bool) -> AsyncIterator[bytes]:
-    """The verified output as OpenAI chat.completion.chunk events, a word or so each."""
-    head = {"id": served.receipt["request_id"], "object": "chat.completion.chunk", "created": created,
-            "model": served.model}
-
-    def chunk(delta: dict, finish: str | None = None, **extra: Any) -> bytes:
-        return _sse({**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
-                     **extra})
-
-    yield chunk({"role": "assistant", "content": "" if served.output is not None or not served.tool_calls else None})
-    for piece in _PIECE.findall(served.output or ""):
-        yield chunk({"content": piece})
-    for index, call in enumerate(served.tool_calls):
-        # As OpenAI streams a call: its id, type and name first, then its arguments in pieces.
-        function = call["function"]
-        yield chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
-                                     "function": {"name": function["name"], "arguments": ""}}]})
-        for piece in _PIECE.findall(function["arguments"]):
-            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
-    yield chunk({}, served.finish_reason, admiss=_admiss_object(served))
-    if include_usage:
-        yield _sse({**head, "choices": [], "usage": served.usage})
-    yield b"data: [DONE]\n\n"
-
-
 class Gateway:
     """The routes over one router per chain, the keys, the metrics."""
 
@@ -230,25 +169,25 @@ class Gateway:
         self.secrets = tuple({s for router in routers.values() for s in router.ctx.secrets})
         self.telemetry = _telemetry(next(iter(routers.values())).config)
 
-    def authorized(self, authorization: str | None) -> bool:
-        """Whether an Authorization header's value carries one of the keys."""
+    def authorized(self, key: str | None) -> bool:
+        """Whether ``key`` (what the request's key header carried) is one of the keys."""
         if not self.keys:
             return True
-        scheme, _, key = (authorization or "").partition(" ")
         # compare_digest against every key, so timing says nothing about which one nearly matched.
-        matches = [hmac.compare_digest(key.strip().encode(), k.encode()) for k in self.keys]
-        return scheme.lower() == "bearer" and any(matches)
+        matches = [hmac.compare_digest((key or "").encode(), k.encode()) for k in self.keys]
+        return key is not None and any(matches)
 
-    def unauthorized(self) -> JSONResponse:
+    def unauthorized(self, wire: Any = openai_chat) -> JSONResponse:
         self.metrics.rejected.labels("unauthorized").inc()
-        return _error(401, "missing or invalid API key: send Authorization: Bearer KEY", "invalid_request_error",
-                      "invalid_api_key")
+        return _error(401, f"missing or invalid API key: send {wire.KEY_HEADERS}", "invalid_request_error",
+                      "invalid_api_key", wire=wire)
 
     async def chat(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """POST /v1/chat/completions, as an ASGI app of its own: the route every request
-        takes skips Starlette's middleware, routing and request object."""
+        """POST /v1/chat/completions or /v1/messages, as an ASGI app of its own: the route
+        every model request takes skips Starlette's middleware, routing and request object."""
+        wire = WIRES[scope["path"]]
         try:
-            response = await self._chat(scope, receive)
+            response = await self._chat(scope, receive, wire)
         except _ClientGone:
             self.metrics.rejected.labels("client_disconnected").inc()
             return  # nobody reads an answer
@@ -259,16 +198,16 @@ class Gateway:
             self.metrics.rejected.labels("gateway_stopping").inc()
             response = _error(503, f"the gateway is stopping and this request ran past its grace period "
                               f"([serve] grace_s = {self.grace_s:g}s): nothing is served", "admiss_error",
-                              "gateway_stopping")
+                              "gateway_stopping", wire=wire)
         try:
             await response(scope, receive, send)
         except asyncio.CancelledError:
             return  # stopped while the answer went out: the connection closes with it
 
-    async def _chat(self, scope: Scope, receive: Receive) -> Response:
+    async def _chat(self, scope: Scope, receive: Receive, wire: Any) -> Response:
         started_ns = time.time_ns()
-        if not self.authorized(_header(scope, b"authorization")):
-            return self.unauthorized()
+        if not self.authorized(wire.api_key(lambda name: _header(scope, name))):
+            return self.unauthorized(wire)
         try:
             raw = await _body(scope, receive, self.max_request_bytes, self.body_timeout_s)
             body = jsonio.loads_any(raw)
@@ -278,66 +217,62 @@ class Gateway:
         except _TooSlow:
             self.metrics.rejected.labels("too_slow").inc()
             return _error(408, f"the request body did not arrive within {self.body_timeout_s:g}s "
-                          "([serve] body_timeout_s)", "invalid_request_error", "request_timeout")
+                          "([serve] body_timeout_s)", "invalid_request_error", "request_timeout", wire=wire)
         except _TooLarge:
             self.metrics.rejected.labels("too_large").inc()
             return _error(413, f"the request body is larger than {self.max_request_bytes} bytes "
-                          "([serve] max_request_bytes)", "invalid_request_error", "request_too_large")
+                          "([serve] max_request_bytes)", "invalid_request_error", "request_too_large", wire=wire)
         except (ValueError, RecursionError):
-            return self._bad_request("the request body is not JSON")
+            return self._bad_request(wire, "the request body is not JSON")
         if repeated is not None:
-            return self._bad_request(f"the request body gives a key twice in one object, at {repeated[0]}: "
+            return self._bad_request(wire, f"the request body gives a key twice in one object, at {repeated[0]}: "
                                      "refused rather than read as either value", repeated[0])
         if not isinstance(body, dict):
-            return self._bad_request("the request body must be a JSON object")
+            return self._bad_request(wire, "the request body must be a JSON object")
         model = body.get("model")
         router = self.routers.get(model) if isinstance(model, str) else None
         if router is None:
             self.metrics.rejected.labels("unknown_model").inc()
             return _error(404, f"no chain named {body.get('model')!r}: GET /v1/models lists them",
-                          "invalid_request_error", "model_not_found", "model")
-        stream = body.pop("stream", False) is True
-        options = body.pop("stream_options", None)
-        include_usage = isinstance(options, dict) and options.get("include_usage") is True
-        messages = body.pop("messages", None)
-        body.pop("model")
+                          "invalid_request_error", "model_not_found", "model", wire=wire)
         self.metrics.in_flight.inc()
         try:
-            work = asyncio.ensure_future(router.complete(messages, **body))
+            incoming = wire.read(body)
+            work = asyncio.ensure_future(router.run(incoming.request))
             served = await _unless_client_leaves(receive, work)
         except RequestError as exc:
-            return self._bad_request(str(exc), exc.param)
+            return self._bad_request(wire, str(exc), exc.param)
         except StoreError as exc:
             # No stored receipt, no answer: the output is not sent.
             self.metrics.rejected.labels("store_failed").inc()
             return _error(503, f"the receipt could not be stored, so nothing is served: {exc}", "admiss_error",
-                          "receipt_store_failed")
+                          "receipt_store_failed", wire=wire)
         finally:
             self.metrics.in_flight.dec()
         if self.telemetry is not None:
             self.telemetry.served(served, router.chain, _header(scope, b"traceparent"), _header(scope, b"tracestate"),
                                   started_ns)
-        return self._answer(served, stream, include_usage)
+        return self._answer(served, wire, incoming)
 
-    def _answer(self, served: Served, stream: bool, include_usage: bool) -> Response:
+    def _answer(self, served: Served, wire: Any, incoming: Incoming) -> Response:
         receipt_id = served.receipt["id"]
         if served.rung is None:
             return _error(422, f"chain {served.receipt['chain']['name']!r} is exhausted: no rung's output passed "
                           f"its gates, so nothing is served (receipt {receipt_id})", "admiss_error",
-                          "chain_exhausted", receipt_id=receipt_id)
+                          "chain_exhausted", receipt_id=receipt_id, wire=wire)
         created = int(time.time())
         headers = {RECEIPT_HEADER: receipt_id}
-        if stream:
-            return StreamingResponse(_chunks(served, created, include_usage), media_type="text/event-stream",
+        if incoming.stream:
+            return StreamingResponse(wire.events(served, created, incoming), media_type="text/event-stream",
                                      headers={**headers, "cache-control": "no-cache"})
-        return _JSON(_completion_body(served, created), headers=headers)
+        return _JSON(wire.response(served, created), headers=headers)
 
-    def _bad_request(self, message: str, param: str | None = None) -> JSONResponse:
+    def _bad_request(self, wire: Any, message: str, param: str | None = None) -> JSONResponse:
         self.metrics.rejected.labels("bad_request").inc()
-        return _error(400, message, "invalid_request_error", param=param)
+        return _error(400, message, "invalid_request_error", param=param, wire=wire)
 
     async def models(self, request: Request) -> Response:
-        if not self.authorized(request.headers.get("authorization")):
+        if not self.authorized(openai_chat.api_key(lambda name: request.headers.get(name.decode()))):
             return self.unauthorized()
         data = [{"id": name, "object": "model", "created": 0, "owned_by": "admiss",
                  "rungs": [{"rung": r.name, "model": r.model} for r in router.chain.rungs]}
@@ -345,7 +280,7 @@ class Gateway:
         return _JSON({"object": "list", "data": data})
 
     async def receipt(self, request: Request) -> Response:
-        if not self.authorized(request.headers.get("authorization")):
+        if not self.authorized(openai_chat.api_key(lambda name: request.headers.get(name.decode()))):
             return self.unauthorized()
         try:
             receipt = await self.store.aread(lambda s, rid: s.get(rid), request.path_params["receipt_id"])
@@ -380,9 +315,9 @@ class Gateway:
 
     def app(self) -> ASGIApp:
         """A Starlette app of the routes (which also runs the lifespan), with a way round it
-        for chat requests: they go straight to :meth:`chat`."""
+        for model requests (either wire format): they go straight to :meth:`chat`."""
         routes = [
-            Route(CHAT_PATH, _Raw(self.chat), methods=["POST"]),
+            *(Route(path, _Raw(self.chat), methods=["POST"]) for path in WIRES),
             Route("/v1/models", self.models, methods=["GET"]),
             Route("/v1/receipts/{receipt_id}", self.receipt, methods=["GET"]),
             Route("/metrics", self.metrics_page, methods=["GET"]),
@@ -393,7 +328,7 @@ class Gateway:
         chat = self.chat
 
         async def app(scope: Scope, receive: Receive, send: Send) -> None:
-            if scope["type"] == "http" and scope["path"] == CHAT_PATH and scope["method"] == "POST":
+            if scope["type"] == "http" and scope["path"] in WIRES and scope["method"] == "POST":
                 await chat(scope, receive, send)
             else:
                 await rest(scope, receive, send)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Collection, Iterator, Mapping, Sequence
 
 import attrs
 
@@ -55,8 +55,9 @@ class RequestError(ValueError):
         self.param = param
 
 
-def checked_messages(messages: Any) -> list[dict[str, Any]]:
-    """``messages`` when they are a non-empty list of chat messages, else RequestError."""
+def message_roles(messages: Any, roles: Collection[str]) -> Iterator[tuple[str, dict[str, Any], str]]:
+    """(where, message, role) of each message of a non-empty array of objects whose ``role``
+    is one of ``roles`` (either wire format's first check); RequestError at the first that is not."""
     if not isinstance(messages, list) or not messages:
         raise RequestError("messages must be a non-empty array of messages", "messages")
     for index, message in enumerate(messages):
@@ -64,8 +65,14 @@ def checked_messages(messages: Any) -> list[dict[str, Any]]:
         if not isinstance(message, dict):
             raise RequestError(f"{where} must be an object", where)
         role = message.get("role")
-        if not isinstance(role, str) or role not in ROLES:
-            raise RequestError(f"{where}.role must be one of {', '.join(sorted(ROLES))}", f"{where}.role")
+        if not isinstance(role, str) or role not in roles:
+            raise RequestError(f"{where}.role must be one of {', '.join(sorted(roles))}", f"{where}.role")
+        yield where, message, role
+
+
+def checked_messages(messages: Any) -> list[dict[str, Any]]:
+    """``messages`` when they are a non-empty list of chat messages, else RequestError."""
+    for where, message, role in message_roles(messages, ROLES):
         _known_fields(message, MESSAGE_FIELDS[role], where, f"a {role} message")
         content = message.get("content")
         if not (content is None or isinstance(content, str) or _text_parts(content)):
@@ -218,10 +225,14 @@ class LiveRungs:
                  params: Mapping[str, Any] | None = None, supplied: Mapping[str, Candidate] | None = None,
                  supplied_cost: Mapping[str, float] | None = None, calls: list[Call] | None = None,
                  evidence: tuple[dict, ...] = (), meta: dict | None = None,
-                 conversation: Callable[[str, str | None], tuple[dict, ...]] | None = None):
+                 conversation: Callable[[str, str | None], tuple[dict, ...]] | None = None,
+                 carry: Callable[[Completion], Completion | str] | None = None):
         """``conversation(rung, output)``, when given, makes a made candidate's evidence: the
-        request's conversation with the candidate's output as the final answer."""
+        request's conversation with the candidate's output as the final answer. ``carry``,
+        when given, turns a completion into what the client's wire format serves of it, or
+        says why that format cannot carry it (the rung then escalates, its call billed)."""
         self.ctx = ctx
+        self.carry = carry
         self.conversation = conversation
         # What a made candidate carries besides its output: the bundle's evidence and meta.
         self.evidence = evidence
@@ -254,6 +265,11 @@ class LiveRungs:
             self.errors[rung.name] = exc.reason
             return None, 0.0, f"not run: the rung's model call failed: {exc.reason}"
         cost, _ = cost_usd(self.ctx.config, rung.model or "", [completion.usage])
+        carried = self.carry(completion) if self.carry is not None else completion
+        if isinstance(carried, str):
+            self.errors[rung.name] = carried
+            return None, cost, f"not run: {carried}"
+        completion = carried
         self.calls[rung.name] = RungCall(completion, cost, round((time.perf_counter() - started) * 1000, 3))
         evidence = self.conversation(rung.name, completion.text) if self.conversation else self.evidence
         candidate = Candidate(output=completion.text, model=rung.model, prompt=transcript(messages), meta=self.meta,

@@ -1,44 +1,52 @@
 """A chat request's conversation as evidence for the chain's admissibility gates.
 
-The request's ``messages`` are an agent trace: they are read by the OpenAI Chat Completions
-trace reader and mapped by the rubric's MAP block (or the default taxonomy), as ``admiss
-check`` reads a trace file. Two things differ from a trace file:
+The request's ``messages`` are an agent trace: they are read by the trace reader of the
+request's wire format (OpenAI Chat Completions, or Anthropic Messages with its ``system``)
+and mapped by the rubric's MAP block (or the default taxonomy), as ``admiss check`` reads a
+trace file. Two things differ from a trace file:
 
 - the run's final answer is the rung's candidate, not the conversation's last assistant
   text: that text is the agent's earlier word (an ``assistant_text`` step), never proof;
 - the candidate's own tool calls are proposed actions, not evidence: no step is made of
   them, so they can never admit a property.
 
-Each evidence item keeps its step reference (``messages[3]``, ``messages[2].tool_calls[0]``),
-which the receipt's admissibility gate reports carry.
+Each evidence item keeps its step reference into the request as the client sent it
+(``messages[3]``, ``messages[2].tool_calls[0]``, ``messages[2].content[1]``), which the
+receipt's admissibility gate reports carry.
 
 With ``[serve] tool_evidence = "served"`` (the strict mode), an assistant tool call counts
 only when this gateway served it: its id, tool name and arguments are those of a tool call
-in one of the gateway's receipts. Any other call, and its result, is not offered.
+in one of the gateway's receipts. Any other call, and its result, is not offered. A call
+whose arguments came as a JSON value (Anthropic's ``input``) is compared by that value's
+compact JSON text, which is the text the gateway served it as (see wire/anthropic_messages.py).
 """
 
 from __future__ import annotations
 
 from typing import Any, Collection
 
+from admiss import jsonio
 from admiss.errors import TraceError
 from admiss.receipts import call_key
 from admiss.serve.calls import RequestError
-from admiss.traces import openai_chat
+from admiss.traces import anthropic, openai_chat
 from admiss.traces.mapping import CompiledMapping
 from admiss.traces.steps import ASSISTANT_TEXT, FINAL_ANSWER, TOOL_CALL, Step, StepRef, Trace
 
 # Where the candidate's final-answer step stands: not in the request, but in the receipt.
 CANDIDATE_FORMAT = "gateway"
 NOT_SERVED = "strict mode: this gateway did not serve this tool call (its id, tool and arguments are in no receipt)"
+# The trace reader of each wire format's conversation (what :class:`Request` names).
+READERS = {openai_chat.NAME: openai_chat.read, anthropic.NAME: anthropic.read}
 
 
-def conversation_trace(messages: list[dict[str, Any]]) -> Trace:
-    """The request's messages as a Trace whose every assistant text is the agent's earlier
-    word; RequestError at the message that breaks the trace's rules (a tool result that
-    answers no call before it, a call answered twice, two calls with one id)."""
+def conversation_trace(conversation: dict[str, Any], reader: str = openai_chat.NAME) -> Trace:
+    """The request's conversation (``{"messages": ...}``, with Anthropic's ``system``) as a
+    Trace whose every assistant text is the agent's earlier word; RequestError at the
+    message that breaks the trace's rules (a tool result that answers no call before it, a
+    call answered twice, two calls with one id)."""
     try:
-        trace = openai_chat.read({"messages": messages}, "request")
+        trace = READERS[reader](conversation, "request")
     except TraceError as error:
         diagnostic = error.diagnostics[0]
         where = diagnostic.message.split(": ", 1)[0]
@@ -54,7 +62,8 @@ def call_keys(trace: Trace) -> list[str]:
 
 
 def _key(step: Step) -> str:
-    return call_key(step.ref.tool_call_id or "", step.tool_name or "", step.args_text or "")
+    arguments = step.args_text if step.args_text is not None else jsonio.dumps_line(step.args).decode()
+    return call_key(step.ref.tool_call_id or "", step.tool_name or "", arguments)
 
 
 class Conversation:

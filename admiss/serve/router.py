@@ -34,6 +34,7 @@ from admiss.redact import redact, redacted_tree
 from admiss.report.json import chain_dict
 from admiss.serve.calls import LiveRungs, checked_messages, checked_params, transcript
 from admiss.serve.conversation import Conversation, call_keys, conversation_trace
+from admiss.traces import openai_chat
 
 SERVED, EXHAUSTED = "served", "exhausted"
 MODEL_GATES = ("judge",)  # gates that call a model of their own (consistency calls the rung's)
@@ -61,6 +62,22 @@ class Served:
         prompt = sum(u["prompt_tokens"] or 0 for u in self.receipt["usage"])
         completion = sum(u["completion_tokens"] or 0 for u in self.receipt["usage"])
         return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+@attrs.frozen
+class Request:
+    """A chat request in the gateway's own terms, whichever wire format it came in
+    (admiss/serve/wire/ makes one): the checked chat-completions ``messages`` and ``params``
+    the rungs' providers are sent, and the conversation as the client sent it, which the
+    trace reader named ``reader`` reads when the chain's admissibility gates need it."""
+
+    messages: list[dict[str, Any]]
+    params: dict[str, Any]
+    conversation: dict[str, Any]
+    reader: str = openai_chat.NAME
+    # What the wire format can carry of a reply: the completion as it will be served (the
+    # gates check that), or why it cannot be served in this format (the rung escalates).
+    carry: Callable[[Completion], Completion | str] | None = None
 
 
 @attrs.frozen
@@ -134,11 +151,15 @@ class Router:
         an argument.
         """
         messages = checked_messages(messages)
-        params = checked_params(params)
+        return await self.run(Request(messages, checked_params(params), {"messages": messages}))
+
+    async def run(self, request: Request) -> Served:
+        """Run the cascade on a checked :class:`Request`; the served output and its (stored)
+        receipt. RequestError when its conversation breaks a trace's rules."""
         started, created_at = time.perf_counter(), utc_timestamp()
-        conversation = await self._conversation(messages) if self._reads_conversation else None
-        rungs = LiveRungs(self.ctx, self.chain.name, messages, params, calls=recording_calls(),
-                          conversation=conversation.evidence if conversation else None)
+        conversation = await self._conversation(request) if self._reads_conversation else None
+        rungs = LiveRungs(self.ctx, self.chain.name, request.messages, request.params, calls=recording_calls(),
+                          conversation=conversation.evidence if conversation else None, carry=request.carry)
         result = await self.chain.arun(rungs.produce)
         call = rungs.calls.get(result.served) if result.served is not None else None
         tool_calls = call.completion.tool_calls if call else ()
@@ -201,7 +222,11 @@ class Router:
             "id": "rcpt_" + token[:24],
             "request_id": "chatcmpl-" + token[24:],
             "created_at": created_at,
-            "chain": chain_dict(result),
+            # The receipt takes the evidence's step references as they are, uncopied: they
+            # were made for this request and nothing else holds them once it returns (a
+            # deep copy of each was 5% of a 40-message agent request's CPU in cProfile's view,
+            # benchmarks/bench_gateway_cpu.py).
+            "chain": chain_dict(result, own=_same),
             "usage": rungs.usage(),
             "latency_ms": rungs.latency_ms(finished),
             "total_latency_ms": round((finished - started) * 1000, 3),
@@ -214,10 +239,10 @@ class Router:
         await self._keep(receipt)
         return receipt
 
-    async def _conversation(self, messages: list[dict[str, Any]]) -> Conversation:
+    async def _conversation(self, request: Request) -> Conversation:
         """The request's conversation as evidence (RequestError when it breaks a trace's
         rules); in strict mode only with the tool calls this gateway served."""
-        trace = conversation_trace(messages)
+        trace = conversation_trace(request.conversation, request.reader)
         served = None
         if self.config.serve.tool_evidence == "served":
             keys = call_keys(trace)
@@ -296,6 +321,11 @@ class Router:
         """Each configured provider's proxy and trust store, in words fit for the log."""
         return self.ctx.providers.routes()
 
+    def unpriced(self) -> list[str]:
+        """The models the chain may call that have no ``[prices]`` in admiss.toml: their calls
+        are recorded at $0, so receipts and ``admiss savings`` undercount them."""
+        return sorted(model for model in self.models() if self.config.price_for(model) is None)
+
     def models(self) -> set[str]:
         """Every model the chain may call: the rungs' and the judges'."""
         return {r.model for r in self.chain.rungs if r.model} | {
@@ -319,6 +349,10 @@ class Router:
         self._loop.run_until_complete(self.aclose())
         self._loop.close()
         self._loop = None
+
+
+def _same(value: Any) -> Any:
+    return value
 
 
 def _finish_reason(completion: Completion) -> str:

@@ -417,3 +417,63 @@ def test_a_bundle_without_a_top_rung_cost_leaves_its_request_unpriced(admiss_cli
     assert data["top_rung_cost"] == {"actual": 0, "estimated": 0, "unpriced": 1}
     assert data["unpriced_notes"] == {"the bundle gave no cost_usd for its top-rung candidate": 1}
     assert data["model_cost_usd"] == pytest.approx(0.0004) and data["net_saving_usd"] == 0
+
+
+# ---------------------------------------------------------------- what the figures cannot count
+
+
+def _with_skip_reasons(bodies: list[dict]) -> list[dict]:
+    """receipts() with the reasons the cascade gives its skipped gates (r4's json_valid never
+    ran: non_empty failed first), and a fifth receipt whose rung call failed."""
+    out = json.loads(json.dumps(bodies))
+    out[3]["chain"]["rungs"][0]["gates"][1]["reason"] = "not run: an earlier gate failed"
+    failed = json.loads(json.dumps(bodies[0]))
+    failed["id"] = "r5"
+    failed["chain"]["rungs"][0]["outcome"] = "escalated"
+    failed["chain"]["served"] = None
+    for gate in failed["chain"]["rungs"][0]["gates"]:
+        gate.update(verdict="skipped", effective="skipped", reason="not run: the rung's model call failed: HTTP 500")
+    return out + [failed]
+
+
+def test_a_skipped_gate_shows_its_count_and_why_it_never_ran(admiss_cli, tmp_path, priced):
+    exported = write_jsonl(tmp_path / "receipts.jsonl", _with_skip_reasons(receipts()))
+    data = json.loads(admiss_cli("savings", "--config", priced, "--format", "json", exported).out)
+    non_empty, json_valid = data["chains"][0]["rungs"][0]["gates"]
+    assert (json_valid["runs"], json_valid["skipped"]) == (3, 2)
+    assert json_valid["skipped_reasons"] == {"not run: an earlier gate failed": 1,
+                                             "not run: the rung's model call failed: HTTP 500": 1}
+    assert (non_empty["skipped"], non_empty["skipped_reasons"]) == (1, {
+        "not run: the rung's model call failed: HTTP 500": 1})
+    wide = admiss_cli("savings", "--config", priced, exported, env={"COLUMNS": "120"}).out
+    header = next(line for line in wide.splitlines() if "abstain" in line)
+    assert [cell.strip() for cell in header.split("┃")][3:8] == ["runs", "pass", "fail", "abstain", "skipped"]
+    json_valid_row = next(line for line in wide.splitlines() if "json_valid" in line and "│" in line)
+    assert [cell.strip() for cell in json_valid_row.split("│")][3:8] == ["3", "2", "1", "0", "2"]
+    why = ("skipped 2x, serve / draft / json_valid: not run: an earlier gate failed (1); not run: the rung's "
+           "model call failed: HTTP 500 (1)")
+    assert why in " ".join(wide.split())
+    # Too narrow for the table, each row is a block of lines, the skipped count among them.
+    narrow = admiss_cli("savings", "--config", priced, exported, env={"COLUMNS": "60"}).out
+    assert "gate: json_valid\nruns: 3\npass: 2\nfail: 1\nabstain: 0\nskipped: 2\n" in narrow
+    assert why in " ".join(narrow.split())
+
+
+def test_calls_of_a_model_without_a_price_are_warned_of_not_counted_silently(admiss_cli, tmp_path, priced):
+    bodies = receipts()
+    bodies[0]["usage"].append({"rung": "draft", "model": "local/llama", "purpose": "judge", "prompt_tokens": 800,
+                               "completion_tokens": 40, "cost_usd": 0.0})
+    exported = write_jsonl(tmp_path / "receipts.jsonl", bodies)
+    ran = admiss_cli("savings", "--config", priced, "--format", "json", exported)
+    assert ran.code == 0, ran.err
+    assert json.loads(ran.out)["unpriced_models"] == {"local/llama": 1}
+    assert 'W176 local/llama has no [prices."local/llama"] in admiss.toml: 1 of its calls are counted at $0' in ran.err
+    # Only the call counted at $0: the draft model, also without a price here, had its cost recorded.
+    assert "gpt-5-mini" not in ran.err
+    text = admiss_cli("savings", "--config", priced, exported)
+    assert "unpriced model: local/llama has no price in admiss.toml; 1 of its calls count $0 here" in " ".join(text.out.split())
+    # A model priced at zero (a local one) is priced: no warning.
+    free = tmp_path / "free.toml"
+    free.write_text(priced.read_text() + '\n[prices."local/llama"]\ninput_usd_per_mtok = 0\noutput_usd_per_mtok = 0\n')
+    ran = admiss_cli("savings", "--config", free, "--format", "json", exported)
+    assert "W176" not in ran.err and json.loads(ran.out)["unpriced_models"] == {}

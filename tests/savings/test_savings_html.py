@@ -28,6 +28,8 @@ MEASURE = """<script>
 const measured = [...document.querySelectorAll("svg.chart")].map(svg => ({
   chart: svg.dataset.chart,
   texts: [...svg.querySelectorAll("text")].map(t => t.textContent),
+  legend: [...svg.closest("figure").querySelectorAll(".legend span")].map(s => ({
+    name: s.textContent, colour: getComputedStyle(s.querySelector(".swatch")).backgroundColor})),
   bars: [...svg.querySelectorAll("rect.bar")].map(r => {
     const box = r.getBoundingClientRect();
     return {label: r.dataset.label, series: r.dataset.series, value: Number(r.dataset.value),
@@ -169,3 +171,28 @@ def test_the_chain_table_shows_each_chains_figures(drawn):
         assert row[1] == str(chain["requests"])
         assert row[-1] == f"${chain['net_saving_usd']:,.6f}"
     assert measured["chains"][1][1:3] == ["4", "50.0%"]
+
+
+def test_a_net_loss_is_drawn_as_a_bar_of_its_own_colour_with_its_swatch(tmp_path, drawn):
+    # Gates dear enough that the cascade costs more than the top rung alone would have.
+    (tmp_path / "admiss.toml").write_text(PRICES, encoding="utf-8")
+    dear = [{**r, "chain": {**r["chain"], "rungs": [{**rung, "gates": [{**g, "gate_cost_usd": 0.05} for g in rung["gates"]]}
+                                                    for rung in r["chain"]["rungs"]]}} for r in receipts()]
+    exported = write_jsonl(tmp_path / "dear.jsonl", dear)
+    page = tmp_path / "savings.html"
+    ran = subprocess.run(["admiss", "savings", "--config", str(tmp_path / "admiss.toml"), str(exported), "--format",
+                          "json", "--html", str(page)], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    data, measured = json.loads(ran.stdout), _browse(page, tmp_path)
+    assert data["net_saving_usd"] < 0
+    cost = _chart(measured, "cost")
+    top, model, gate, loss = cost["bars"]
+    assert (loss["label"], loss["series"]) == ("net loss", "loss")
+    _proportional([top, model, gate, loss], [data["top_rung_cost_usd"], data["priced_model_cost_usd"],
+                                             data["priced_gate_cost_usd"], -data["net_saving_usd"]])
+    legend = {item["name"]: item["colour"] for item in cost["legend"]}
+    assert legend["net loss (negative saving)"] == loss["fill"] and "net saving" not in legend
+    # Its colour is none of the others': a loss never reads as a saving (the fixture's page has one) or a spend.
+    saving_fill = _chart(drawn[1], "cost")["bars"][3]["fill"]
+    assert loss["fill"] not in {top["fill"], model["fill"], gate["fill"], saving_fill}
+

@@ -4,11 +4,13 @@ TLS servers (certificates made with openssl), driven by the official openai clie
 
 from __future__ import annotations
 
+import re
+
 import httpx
 import openai
 import pytest
 from chat_server import completion
-from gatewaykit import KEY, Gateway
+from gatewaykit import CONFIG, KEY, MAX_REQUEST_BYTES, Gateway
 from tls_kit import ConnectProxy, make_pki, tls_upstream
 
 PROXY_SECRET = "egress-pass-9f8e7d"
@@ -116,3 +118,19 @@ def test_readyz_reports_a_provider_its_proxy_will_not_reach(setting):
     assert "client certificate" in problems[0]
     assert f"ca_file {pki.other_ca}" in problems[2]
     assert PROXY_SECRET not in answer.text
+
+
+def test_serve_warns_at_start_of_each_model_without_a_price(tmp_path, upstream):
+    # The default config prices fake/cheap, fake/strong and fake/judge; this one leaves out
+    # the strong rung's and the judge's, which the gateway would record at $0.
+    priced_cheap = CONFIG.format(url=upstream.url, grace_s=5, max_request_bytes=MAX_REQUEST_BYTES)
+    for model in ("fake/strong", "fake/judge"):
+        priced_cheap = re.sub(rf'\[prices\."{model}"\]\ninput_usd_per_mtok = [0-9.]+\noutput_usd_per_mtok = [0-9.]+\n',
+                              "", priced_cheap)
+    gw = Gateway(tmp_path, upstream, config=priced_cheap)
+    try:
+        log = gw.log.read_text()
+    finally:
+        assert gw.stop() == 0
+    warned = re.findall(r'W176 (\S+) has no \[prices\."\1"\] in \S+admiss.toml', log)
+    assert warned == ["fake/judge", "fake/strong"], log

@@ -1,0 +1,112 @@
+"""The gateway's CPU per request, in one process: a request body read by its wire module
+(admiss/serve/wire/), run through the router (the rung's call to the fake upstream,
+fake_upstream.py answering at once, the gates, the conversation read as evidence, the
+receipt built and committed to SQLite) and its answer written, one request at a time.
+
+CPU time (``time.process_time``) rather than wall time: on a shared, loaded machine a
+request's wall time is mostly waiting for a core, its CPU time is what it costs. The
+baseline is the plain request (one message, inline gates) measured in the same run; each
+kind is reported as CPU ms per request and as a ratio to it. Then cProfile's view of the
+agent's request over each route: the functions that cost the most CPU, the gateway's own
+apart from the libraries'.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import cProfile
+import io
+import pstats
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks import bench_gateway
+from benchmarks.settings import Settings
+from benchmarks.tables import print_section, print_table, ratio_text
+
+KINDS = ("plain", "agent", "agent_messages")
+
+
+def _wire(path: str):
+    from admiss.serve.wire import anthropic_messages, openai_chat
+
+    return anthropic_messages if path == bench_gateway.MESSAGES_PATH else openai_chat
+
+
+def _routers(folder: Path, port: int):
+    from admiss.serve.router import routers_for
+
+    (folder / "bench.rubric").write_text(bench_gateway.RUBRIC + bench_gateway.AGENT_RUBRIC)
+    (folder / "admiss.toml").write_text(f'[providers.fake]\nbase_url = "http://127.0.0.1:{port}/v1"\n'
+                                        '[serve]\nstore = "receipts.db"\n')
+    return routers_for(folder / "bench.rubric", folder / "admiss.toml")
+
+
+async def _one(routers: dict, kind: str) -> None:
+    from admiss import jsonio
+
+    chain, path, fields, _ = bench_gateway.KINDS[kind]
+    wire = _wire(path)
+    # From bytes, as a request arrives: the body is parsed each time.
+    body = jsonio.loads_any(jsonio.dumps_line({"model": chain, **fields}))
+    incoming = wire.read(body)
+    served = await routers[chain].run(incoming.request)
+    assert served.rung is not None, served.receipt
+    jsonio.dumps_line(wire.response(served, 0))
+
+
+async def _cpu_ms(routers: dict, kind: str, count: int) -> float:
+    started = time.process_time()
+    for _ in range(count):
+        await _one(routers, kind)
+    return (time.process_time() - started) * 1000 / count
+
+
+async def _profile(routers: dict, kind: str, count: int) -> str:
+    profile = cProfile.Profile()
+    profile.enable()
+    for _ in range(count):
+        await _one(routers, kind)
+    profile.disable()
+    out = io.StringIO()
+    stats = pstats.Stats(profile, stream=out)
+    stats.sort_stats("tottime").print_stats(18)
+    return out.getvalue()
+
+
+def run(settings: Settings) -> None:
+    count = 300 if settings.quick else 1000
+    rounds = 3 if settings.quick else 5
+    upstream, port = bench_gateway._start_upstream(0.0)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            routers = _routers(Path(tmp), port)
+            try:
+                asyncio.run(_measure(routers, count, rounds))
+            finally:
+                next(iter(routers.values())).store.close()
+    finally:
+        bench_gateway._stop(upstream)
+
+
+async def _measure(routers: dict, count: int, rounds: int) -> None:
+    print_section(f"gateway CPU per request, in one process (router, gates, receipt, wire), {count} requests a "
+                  f"round, {rounds} rounds, each kind in turn")
+    for kind in KINDS:
+        await _cpu_ms(routers, kind, 100)  # warm-up: connections, lazy imports, SQLite pages
+    figures: dict[str, list[float]] = {kind: [] for kind in KINDS}
+    for index in range(rounds):
+        order = KINDS[index % len(KINDS):] + KINDS[:index % len(KINDS)]
+        for kind in order:
+            figures[kind].append(await _cpu_ms(routers, kind, count))
+    medians = {kind: sorted(values)[len(values) // 2] for kind, values in figures.items()}
+    rows = [[kind, *(f"{v:.3f}" for v in figures[kind]), f"{medians[kind]:.3f}",
+             ratio_text(medians[kind] / medians["plain"])] for kind in KINDS]
+    print_table("CPU ms per request (the upstream's own work is in another process)",
+                ["kind", *(f"round {i + 1}" for i in range(rounds)), "median", "vs plain"], rows)
+    for kind in ("agent", "agent_messages"):
+        print(f"\ncProfile, {kind}, {count} requests, by own time:")
+        print(await _profile(routers, kind, count))
+    for router in routers.values():
+        await router.aclose()

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import logging
-from pathlib import Path
 from typing import Any, AsyncGenerator, Mapping
 
 from fastapi import HTTPException
@@ -56,7 +55,7 @@ class AdmissGuardrail(CustomGuardrail):
             raise ValueError("admiss guardrail: set litellm_params.rubric to a .rubric file")
         router = Router(rubric, admiss_config, chain, calls_rungs=False)
         self.rung = router.gating_rung(rung).name
-        router.attach_store(store_writer(Path(receipts) if receipts else router.config.serve.store))
+        router.attach_store(store_writer(receipts or router.config.serve.store))
         self.router = router
         super().__init__(supported_event_hooks=[GuardrailEventHooks.post_call], **kwargs)
         if not self.default_on:

@@ -186,7 +186,8 @@ class Router:
         messages = checked_messages(messages)
         chosen = self.gating_rung(rung)
         started, created_at = time.perf_counter(), utc_timestamp()
-        conversation = await self._conversation(messages) if self._reads_conversation else None
+        conversation = await self._conversation(Request(messages, {}, {"messages": messages})) \
+            if self._reads_conversation else None
         candidate = Candidate(output=output, model=model or chosen.model, prompt=transcript(messages),
                               evidence=conversation.evidence(chosen.name, output) if conversation else (),
                               rung=chosen.name, messages=tuple(messages), tool_calls=tuple(tool_calls))

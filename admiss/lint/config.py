@@ -47,7 +47,8 @@ def checked_codes(codes: Iterable[str], where: str) -> tuple[str, ...]:
     for code in found:
         if not any(known.startswith(code) for known in BY_CODE):
             raise input_error(where, f"{code!r} is neither a lint rule code nor a prefix of one",
-                              hint="codes run ADM001-ADM022 and ADM100; ADM selects them all", code="E004")
+                              hint="the codes are listed in docs/lint/index.md; ADM selects them all",
+                              code="E004")
     return found
 
 

@@ -216,7 +216,7 @@ def _outcomes(run: CheckRun, paths: list[Path]) -> Iterator[Any]:
     """Each bundle's or run's outcome, file by file: a bundle per line or file, a run per
     sample of an .eval log or per event log."""
     for path in paths:
-        if str(path) != STDIN and is_whole_run_file(path):
+        if is_whole_run_file(path):  # never stdin: it has no .eval suffix and is no regular file
             yield from map(run.trace_unit_outcome, trace_units([path]))
         else:
             yield from map(run.outcome, units_of([path]))

@@ -137,13 +137,18 @@ def _relay(client: socket.socket, upstream: socket.socket) -> None:
             if not readable:
                 return
             for sock in readable:
-                try:
-                    data = sock.recv(65536)
-                except OSError:
-                    return
+                data = _received(sock)
                 if not data:
                     return
                 pair[sock].sendall(data)
+
+
+def _received(sock: socket.socket) -> bytes:
+    """The next bytes from ``sock``; b"" once it has closed or failed."""
+    try:
+        return sock.recv(65536)
+    except OSError:
+        return b""
 
 
 class H2Upstream:
@@ -187,10 +192,7 @@ class H2Upstream:
         sock.sendall(connection.data_to_send())
         with sock:
             while True:
-                try:
-                    data = sock.recv(65536)
-                except OSError:
-                    return
+                data = _received(sock)
                 if not data:
                     return
                 try:

@@ -252,6 +252,19 @@ class _RepeatedKeys:
         return None
 
 
+def nested_deeper_than(value: Any, depth: int) -> bool:
+    """Whether a JSON value nests more than ``depth`` arrays and objects (``[]`` is one, ``[[]]``
+    two), walked with an explicit stack so that any depth is measured."""
+    pending = [(value, 0)]
+    while pending:
+        value, level = pending.pop()
+        if isinstance(value, (dict, list)):
+            if level == depth:
+                return True
+            pending.extend((child, level + 1) for child in (value.values() if isinstance(value, dict) else value))
+    return False
+
+
 def as_text(text: str | bytes) -> str:
     """``text`` as str (bytes decoded as UTF-8, anything undecodable replaced)."""
     return text if isinstance(text, str) else text.decode("utf-8", "replace")

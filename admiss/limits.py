@@ -33,3 +33,11 @@ MAX_STRING_CHARS = 8 * 1024 * 1024
 # Digits in a JSON integer: Python's own limit for converting text to int (which it raises
 # as an unlocated ValueError), applied on every Python version (B003).
 MAX_INTEGER_DIGITS = 4300
+
+# ---------------------------------------------------------------- gates
+
+# Nesting of a value the schema gate validates. jsonschema recurses about four frames per
+# level (about 240 levels fit the default stack, measured); checking the bound first means
+# the stack is never exhausted, since a RecursionError raised that deep also breaks any
+# finalizer that happens to run there.
+MAX_VALIDATED_DEPTH = 128

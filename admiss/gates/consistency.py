@@ -64,22 +64,36 @@ def _canonical(text: str) -> tuple[Any, str]:
 
 def _same(a: tuple[Any, str], b: tuple[Any, str]) -> bool:
     if a[0] is not _NOT_JSON and b[0] is not _NOT_JSON:
-        # Comparing values nested as deeply as the reader allows can exhaust the stack.
         with untrusted("comparing a sample with the output"):
             return _json_equal(a[0], b[0])
     return a[1] == b[1]
 
 
 def _json_equal(a: Any, b: Any) -> bool:
+    # An explicit stack, not recursion: the reader admits values nested deeper than Python's
+    # stack, and a RecursionError raised that deep also breaks whatever finalizer runs there.
+    pending = [(a, b)]
+    while pending:
+        a, b = pending.pop()
+        if isinstance(a, dict) and isinstance(b, dict):
+            if a.keys() != b.keys():
+                return False
+            pending.extend((a[key], b[key]) for key in a)
+        elif isinstance(a, list) and isinstance(b, list):
+            if len(a) != len(b):
+                return False
+            pending.extend(zip(a, b))
+        elif not _scalar_equal(a, b):
+            return False
+    return True
+
+
+def _scalar_equal(a: Any, b: Any) -> bool:
     # Python says True == 1; JSON does not.
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         return a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_json_equal(a[key], b[key]) for key in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(map(_json_equal, a, b))
     return type(a) is type(b) and a == b
 
 

@@ -35,12 +35,13 @@ from jsonschema.protocols import Validator
 from jsonschema_specifications import REGISTRY as METASCHEMAS
 from referencing import Registry, Resource
 
-from admiss import ir
+from admiss import ir, limits
 from admiss.errors import Diagnostic, InputError
 from admiss.gates.base import (ABSTAIN, CANDIDATE_FAULT, FAIL, GATE_FAULT, PASS, Candidate, GateCheck, GateContext,
                                GateResult, untrusted)
 from admiss.gates.json_valid import NotJSON, call_arguments, parse_output
 from admiss.gates.patterns import PatternTimeout, bounded_keywords, compile_problem, pattern_budget
+from admiss.jsonio import nested_deeper_than
 from admiss.source import Source, Span
 from admiss.untrusted import UntrustedInput
 
@@ -79,6 +80,8 @@ def check(validator: Validator, candidate: Candidate) -> GateResult:
 
 
 def _validated(validator: Validator, instance: Any, what: str) -> GateResult:
+    if nested_deeper_than(instance, limits.MAX_VALIDATED_DEPTH):
+        return _too_deep(what)
     try:
         with pattern_budget(), untrusted("validating the output", gate_side=(referencing.exceptions.Unresolvable,)):
             errors = list(validator.iter_errors(instance))
@@ -95,9 +98,13 @@ def _validated(validator: Validator, instance: Any, what: str) -> GateResult:
     except UntrustedInput as exc:
         # The output parsed, but the validator cannot walk it (nested too deeply) or compare
         # it (a long integer against a float's multipleOf overflows): the output's doing.
-        deep = isinstance(exc.__cause__, RecursionError)
-        reason = f"{what} is nested too deeply to validate" if deep else f"{what} cannot be validated: {exc}"
-        return GateResult(ABSTAIN, reason=reason, fault=CANDIDATE_FAULT)
+        if isinstance(exc.__cause__, RecursionError):  # a value within the bound, under a schema that recurses
+            return _too_deep(what)
+        return GateResult(ABSTAIN, reason=f"{what} cannot be validated: {exc}", fault=CANDIDATE_FAULT)
+
+
+def _too_deep(what: str) -> GateResult:
+    return GateResult(ABSTAIN, reason=f"{what} is nested too deeply to validate", fault=CANDIDATE_FAULT)
 
 
 def load_validator(gate: ir.Gate, ctx: GateContext) -> Validator:

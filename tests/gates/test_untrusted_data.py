@@ -111,12 +111,13 @@ def test_consistency_samples_never_count_against_its_budget(tmp_path, samples):
     assert _gate(rubric.check({"output": "yes", "samples": ["yes", "Yes", "no"]}))["verdict"] == "fail"
 
 
-def test_comparing_values_too_deep_to_compare_abstains_as_the_candidates_fault(tmp_path):
+def test_values_nested_deeper_than_the_stack_are_compared_by_value(tmp_path):
+    # Comparing them once raised RecursionError; that deep, a finalizer's error escaped too.
     rubric = _rubric(tmp_path, "GATE consistency K 2 ON ABSTAIN fail_closed")
-    deep = "[" * 600 + "]" * 600
-    gate = _gate(rubric.check({"output": deep, "samples": [deep, deep]}))
-    assert (gate["verdict"], gate["effective"], gate["fault"]) == ("abstain", "fail", "candidate")
-    assert "comparing a sample with the output: RecursionError" in gate["reason"]
+    deep, spaced, other = (opening * 600 + inner + "]" * 600 for opening, inner in (("[", "1"), ("[ ", "1"), ("[", "2")))
+    assert _gate(rubric.check({"output": deep, "samples": [spaced, spaced]}))["verdict"] == "pass"  # equal as JSON only
+    gate = _gate(rubric.check({"output": deep, "samples": [other, other]}))
+    assert (gate["verdict"], gate["fault"]) == ("fail", None)
 
 
 # ---------------------------------------------------------------- model replies

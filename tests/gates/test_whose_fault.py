@@ -17,6 +17,7 @@ from chat_server import ChatServer, completion, grade
 from gatekit import PYTHON, SCRIPTS
 
 import admiss
+from admiss import limits
 from admiss.errors import InputError
 
 CRAFTED_RUNS = 7  # more than budget_min_runs (5): enough to disable a gate that counted them
@@ -114,6 +115,17 @@ def test_output_nested_too_deeply_to_validate_is_the_candidates_fault(tmp_path):
     assert all((g["verdict"], g["effective"], g["fault"], g["disabled"]) == ("abstain", "fail", "candidate", False)
                for g in crafted)
     assert _gate(rubric.check({"output": '["not", "nested"]'}))["verdict"] == "fail"
+    assert crafted[0]["reason"] == "the output is nested too deeply to validate"
+
+
+def test_the_validation_depth_bound_is_measured_before_the_validator_walks(tmp_path):
+    (tmp_path / "s.json").write_text(json.dumps({"$defs": {"n": {"type": "array", "items": {"$ref": "#/$defs/n"}}},
+                                                 "$ref": "#/$defs/n"}))
+    rubric = _rubric(tmp_path, 'GATE schema FILE "s.json" ON ABSTAIN fail_closed')
+    depth = limits.MAX_VALIDATED_DEPTH
+    within, beyond = ("[" * n + "]" * n for n in (depth, depth + 1))
+    assert _gate(rubric.check({"output": within}))["verdict"] == "pass"
+    assert _gate(rubric.check({"output": beyond}))["reason"] == "the output is nested too deeply to validate"
 
 
 CRASHING = f"GATE subprocess {_cmd('crash.py')} ON ABSTAIN fail_open BUDGET 0.5 WINDOW 4"

@@ -299,9 +299,11 @@ class HttpxSender:
     def _closed_hint(self, exc: BaseException, url: str) -> str:
         """The error, with the likeliest cause when a TLS server hung up without a reply: it
         wanted a client certificate (TLS 1.3 refuses one only after the handshake, and the
-        alert saying so is often lost to the connection's reset)."""
+        alert saying so is often lost: the connection is reset, a ReadError, or closed first, a
+        RemoteProtocolError, whichever the server's side gets to first)."""
         told = _describe(exc)
-        if isinstance(exc, httpx.ReadError) and url.startswith("https://") and self._no_client_cert:
+        hung_up = isinstance(exc, (httpx.ReadError, httpx.RemoteProtocolError))
+        if hung_up and url.startswith("https://") and self._no_client_cert:
             return (f"{told}: the server closed the connection without a reply (if it wants a client "
                     "certificate, set client_cert)")
         return told

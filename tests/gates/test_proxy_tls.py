@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from chat_server import ChatServer, completion
-from tls_kit import ConnectProxy, H2Upstream, make_pki, tls_upstream
+from tls_kit import ConnectProxy, H2Upstream, HangUpUpstream, make_pki, tls_upstream
 
 from admiss.config import ProviderConfig
 from admiss.providers import Completion, ProviderError, Providers
@@ -181,6 +181,19 @@ def test_a_missing_client_certificate_is_a_clear_error(pki, mtls_upstream):
         call(config, {})
     assert "client certificate" in error.value.reason and "client_cert" in error.value.reason
     assert error.value.reason.startswith("provider p: ")
+
+
+@pytest.mark.parametrize("reset", [True, False], ids=["reset", "closed"])
+@pytest.mark.parametrize("fast", [False, True], ids=["httpx", "gateway-senders"])
+def test_a_tls_server_hanging_up_unanswered_suggests_a_client_certificate(pki, reset, fast):
+    # Under load the alert of a server that wanted a certificate is lost to a reset or a close.
+    server = HangUpUpstream(pki, reset=reset)
+    try:
+        with pytest.raises(ProviderError) as error:
+            call(ProviderConfig("p", server.url, ca_file=pki.ca, max_retries=0), {}, fast)
+    finally:
+        server.stop()
+    assert "without a reply (if it wants a client certificate, set client_cert)" in error.value.reason
 
 
 def test_an_unloadable_client_certificate_is_a_clear_error(pki, mtls_upstream):

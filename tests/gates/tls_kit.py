@@ -18,6 +18,7 @@ import select
 import socket
 import socketserver
 import ssl
+import struct
 import subprocess
 import threading
 from pathlib import Path
@@ -210,3 +211,40 @@ class H2Upstream:
                         connection.send_data(event.stream_id, self.reply, end_stream=True)
                 sock.sendall(connection.data_to_send())
 
+
+
+class HangUpUpstream:
+    """A TLS server that completes the handshake, reads the request and hangs up without a
+    reply: with ``reset`` by a TCP reset (the client reads a ReadError), else by a clean close
+    (httpx says "Server disconnected"). Either is what a server that wanted a client
+    certificate may look like once its TLS 1.3 alert is lost."""
+
+    def __init__(self, pki: Pki, reset: bool):
+        self._reset = reset
+        self._tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self._tls.load_cert_chain(pki.server_cert, pki.server_key)
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"https://127.0.0.1:{self._listener.getsockname()[1]}/v1"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def stop(self) -> None:
+        self._listener.close()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                raw, _ = self._listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._hang_up, args=(raw,), daemon=True).start()
+
+    def _hang_up(self, raw: socket.socket) -> None:
+        try:
+            sock = self._tls.wrap_socket(raw, server_side=True)
+            _received(sock)
+        except (OSError, ssl.SSLError):
+            raw.close()
+            return
+        if self._reset:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()

@@ -112,6 +112,9 @@ def test_a_worker_killed_at_random_instants_with_fail_fast_stops_where_one_proce
 
 # ---------------------------------------------------------------- a worker stopped by its gate
 
+# Long enough that a sound bundle's gate program (a Python start-up) never takes it on a
+# loaded 2-core CI machine: at 2 s a sound bundle was once ended too.
+NO_PROGRESS_S = 8
 STOP_GATE = """import json, os, signal, sys
 candidate = json.load(sys.stdin)["candidate"]
 if candidate == "STOP":
@@ -132,7 +135,7 @@ def test_a_worker_stopped_by_its_gate_is_ended_and_only_its_bundle_is_an_error(t
     outputs[5] = "STOP"
     (tmp_path / "b.jsonl").write_text("".join(bundle_line(o, n, 10_000) + "\n" for n, o in enumerate(outputs)))
     proc = subprocess.Popen([sys.executable, "-m", "admiss", "check", "--rubric", "chain.rubric", "--format", "json",
-                             "--jobs", "2", "--bundle-timeout", "2", "b.jsonl"], cwd=tmp_path,
+                             "--jobs", "2", "--bundle-timeout", str(NO_PROGRESS_S), "b.jsonl"], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen: set[int] = set()
     try:
@@ -154,7 +157,7 @@ def test_a_worker_stopped_by_its_gate_is_ended_and_only_its_bundle_is_an_error(t
             assert report["error"][0]["code"] == "E183" and report["error"][0]["line"] == n + 1
         else:
             assert report["verdict"] == "pass", report
-    assert ("b.jsonl:6:1: E183 the worker process checking this bundle was ended: no progress in 2 s; "
+    assert (f"b.jsonl:6:1: E183 the worker process checking this bundle was ended: no progress in {NO_PROGRESS_S} s; "
             "it was stopped (SIGSTOP or the like)") in err
     assert not any(_alive(pid) for pid in seen)
 

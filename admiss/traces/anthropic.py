@@ -6,7 +6,9 @@ or a list of content blocks. A message's ``text`` blocks are joined into one ste
 ``user`` step, or ``assistant_text``) where its first text block stands; ``thinking``
 blocks give ``reasoning`` steps; ``tool_use`` blocks give tool calls (their ``input`` is
 already JSON); a ``tool_result`` block is the result of the call its ``tool_use_id``
-names, an error when ``is_error`` is true. Other blocks (images, documents, redacted
+names, an error when ``is_error`` is true or when its text is one by ``build.text_error``
+(an agent loop that writes ``Error: ...`` and forgets the flag must not pass a failed
+call). Other blocks (images, documents, redacted
 thinking, server tools) are skipped.
 """
 
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from admiss.traces.build import Mismatch, Steps, fail, field, message_dicts, short, type_word, typed
+from admiss.traces.build import Mismatch, Steps, fail, field, message_dicts, short, text_error, type_word, typed
 from admiss.traces.steps import ASSISTANT_TEXT, REASONING, SYSTEM, USER, Step, StepRef, Trace
 
 NAME = "anthropic"
@@ -107,8 +109,8 @@ def _blocks(steps: Steps, blocks: list, role: str, i: int, where: str, name: str
             is_error = block.get("is_error", False)
             if type(is_error) is not bool:
                 typed(is_error, bool, name, f"{at}.is_error")
-            steps.answer(call_id, text, (short(text) or "is_error: true") if is_error else None,
-                         StepRef(NAME, at, i, call_id), "tool_use_id", from_text=True)
+            error = (short(text) or "is_error: true") if is_error else text_error(text)
+            steps.answer(call_id, text, error, StepRef(NAME, at, i, call_id), "tool_use_id", from_text=True)
         else:
             steps.skip(StepRef(NAME, at, i), f"{kind} block")
     text = "".join(texts)

@@ -50,8 +50,15 @@ def result(call_id="toolu_1", **extra):
     return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call_id, **extra}]}
 
 
-def test_only_is_error_makes_an_error():
+def test_is_error_or_an_error_text_makes_an_error():
+    # An unflagged "Error: ..." was once read as a sound call: a false pass for a loop that
+    # forgets the flag. The text rule is the one every flagless format uses.
     [step] = read_trace({"messages": [use(), result(content="Error: but not flagged")]}, "t.json").steps
+    assert (step.outcome, step.error) == ("error", "Error: but not flagged")
+    [step] = read_trace({"messages": [use(), result(content=[{"type": "text", "text": '{"status": "error"}'}])]},
+                        "t.json").steps
+    assert (step.outcome, step.error) == ("error", "status: error")
+    [step] = read_trace({"messages": [use(), result(content="Errors: none")]}, "t.json").steps
     assert step.outcome == "ok"
     [step] = read_trace({"messages": [use(), result(is_error=True)]}, "t.json").steps
     assert (step.outcome, step.error) == ("error", "is_error: true")

@@ -199,7 +199,8 @@ def anthropic(value):
                 rows.append(text_row("reasoning", at, block["thinking"]))
             elif block["type"] == "tool_use":
                 result_at, result, flagged = answers.get(block["id"], (None, None, False))
-                rows.append(call_row(at, block["name"], block["input"], result_at, result, lambda _: flagged))
+                rows.append(call_row(at, block["name"], block["input"], result_at, result,
+                                     lambda value, flagged=flagged: flagged or is_error(value)))
             elif block["type"] not in ("text", "tool_result"):
                 skipped.append(at)
         if not text and all(block["type"] == "text" for block in content):

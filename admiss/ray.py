@@ -36,6 +36,7 @@ import json
 import logging
 import math
 import os
+import socket
 import sys
 import warnings
 from collections import deque
@@ -517,10 +518,31 @@ def _ray_starter(address: str) -> Callable[[], None]:
     return start
 
 
+# How long an explicit cluster address gets to accept a TCP connection. ray.init itself
+# retries an address nothing listens on for some 14 minutes, then raises.
+REACH_SECONDS = 5.0
+
+
+def unreachable(address: str, seconds: float = REACH_SECONDS) -> str | None:
+    """Why nothing accepts a connection at a ``host:port`` or ``ray://host:port`` address,
+    or None (also for ``local``, ``auto`` and forms Ray resolves itself)."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if "://" in host or not host or not port.isdigit():
+        return None
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=seconds).close()
+    except OSError as exc:
+        return exc.strerror or str(exc) or type(exc).__name__
+    return None
+
+
 def run_on_ray(address: str, paths: list[Path], rubric: Path, output: Path, chain: str | None, report: str,
                config: Path | None, offline: bool = False, verbose: bool = False) -> int:
     """``admiss check --ray ADDRESS``: the exit code, as ``admiss check`` would give it.
     Ray's own logging is off unless ``verbose``."""
+    why = unreachable(address)
+    if why is not None:
+        return _no_cluster(address, why)
     if not verbose:
         _quiet()
     with contextlib.nullcontext() if verbose else _stderr_kept_from_ray():
@@ -530,7 +552,15 @@ def run_on_ray(address: str, paths: list[Path], rubric: Path, output: Path, chai
         except AdmissError as error:  # the rubric or an input file cannot be read
             sys.stderr.write(error.render() + "\n")
             return EXIT_BAD_INPUT
+        except ConnectionError as exc:  # ray.init found no cluster ('auto' with none running)
+            return _no_cluster(address, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
         finally:
             ray.shutdown()
     counts = summary["by_verdict"]
     return EXIT_BAD_INPUT if counts["error"] else EXIT_FAIL if counts["fail"] else EXIT_PASS
+
+
+def _no_cluster(address: str, why: str) -> int:
+    sys.stderr.write(f"admiss check: cannot reach a Ray cluster at {address}: {why}\n"
+                     "  hint: start one (ray start --head), give its address, or use --ray local\n")
+    return EXIT_BAD_INPUT

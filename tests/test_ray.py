@@ -4,6 +4,7 @@ single-process output line for line, with Parquet rows and a summary beside them
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 
@@ -70,6 +71,20 @@ def test_parquet_columns_keep_their_types_when_no_bundle_could_be_checked(local_
 def test_the_cli_says_what_ray_needs(admiss_cli, tmp_path):
     ran = admiss_cli("check", "--ray", "local", "x.jsonl")
     assert ran.code == 2 and "--ray ADDRESS, -o OUTDIR and --rubric FILE go together" in ran.err
+
+
+@pytest.mark.parametrize("scheme", ["", "ray://"])
+def test_a_cluster_address_nothing_listens_on_is_a_clear_error_at_once(admiss_cli, tmp_path, scheme):
+    # ray.init retried such an address for some 14 minutes, then raised a traceback.
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        address = f"{scheme}127.0.0.1:{sock.getsockname()[1]}"
+    (tmp_path / "sec.rubric").write_text(STRICT)
+    (tmp_path / "b.jsonl").write_text(json.dumps({"evidence": [TEN_K]}) + "\n")
+    ran = admiss_cli("check", "--ray", address, "--rubric", "sec.rubric", "-o", "out", "b.jsonl")
+    assert ran.code == 2 and ran.err == (f"admiss check: cannot reach a Ray cluster at {address}: Connection refused\n"
+                                         "  hint: start one (ray start --head), give its address, or use --ray local\n")
+    assert not (tmp_path / "out").exists()
 
 
 def test_ray_is_quiet_by_default_and_errors_still_show(tmp_path):

@@ -56,10 +56,13 @@ def _signed(folder: Path, name: str, extensions: str) -> None:
              "-out", f"{name}.pem", "-days", "2", "-extfile", f"{name}.ext")
 
 
-def make_pki(folder: Path) -> Pki:
+def make_pki(folder: Path, hosts: tuple[str, ...] = ()) -> Pki:
+    """A CA, another CA, a server certificate for 127.0.0.1 (and ``hosts``, DNS names the
+    tests stand in for), and a client certificate."""
     _ca(folder, "ca")
     _ca(folder, "other")
-    _signed(folder, "server", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+    names = ",".join(["IP:127.0.0.1", *(f"DNS:{host}" for host in hosts)])
+    _signed(folder, "server", f"subjectAltName={names}\nextendedKeyUsage=serverAuth\n")
     _signed(folder, "client", "extendedKeyUsage=clientAuth\n")
     return Pki(folder / "ca.pem", folder / "other.pem", folder / "server.pem", folder / "server.key",
                folder / "client.pem", folder / "client.key")
@@ -76,12 +79,16 @@ def tls_upstream(pki: Pki, require_client_cert: bool = False, **options) -> Chat
 
 class ConnectProxy:
     """A CONNECT proxy on 127.0.0.1; ``refuse`` answers 403 to everything, ``credentials``
-    ("user:password") wants them in Proxy-Authorization (407 without)."""
+    ("user:password") wants them in Proxy-Authorization (407 without). ``standing_in`` maps
+    a "host:port" the client asks for to the 127.0.0.1 "host:port" that plays it; any other
+    host but 127.0.0.1 is refused, so nothing leaves the machine."""
 
-    def __init__(self, refuse: bool = False, credentials: str | None = None):
+    def __init__(self, refuse: bool = False, credentials: str | None = None,
+                 standing_in: dict[str, str] | None = None):
         self.tunnels: list[str] = []  # "host:port" of every tunnel opened
         self.refused = 0
         self._refuse = refuse
+        self._standing_in = standing_in or {}
         self._auth = f"Basic {base64.b64encode(credentials.encode()).decode()}" if credentials else None
         self._server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
@@ -111,6 +118,7 @@ class ConnectProxy:
                 method, _, target = lines[0].partition(" ")
                 target = target.rpartition(" ")[0]
                 headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+                asked, target = target, proxy._standing_in.get(target, target)
                 if proxy._refuse or method != "CONNECT" or not target.startswith("127.0.0.1:"):
                     proxy.refused += 1
                     self.request.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
@@ -122,7 +130,7 @@ class ConnectProxy:
                     return
                 host, _, port = target.partition(":")
                 upstream = socket.create_connection((host, int(port)), timeout=10)
-                proxy.tunnels.append(target)
+                proxy.tunnels.append(asked)
                 self.request.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
                 _relay(self.request, upstream)
 

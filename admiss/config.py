@@ -6,6 +6,7 @@ rubric, ``admiss.toml`` in the working folder. No file means the defaults below.
 ```toml
 [providers.openai]                # a model "openai/gpt-5" goes to this provider
 base_url = "https://api.openai.com/v1"
+api = "openai"                    # optional: "openai" (chat completions, the default) or "anthropic" (Messages)
 api_key_env = "OPENAI_API_KEY"    # optional: no key, no Authorization header
 timeout_s = 60                    # optional: each request, connect to last byte of the reply
 max_retries = 2                   # optional, retries of idempotent failures only
@@ -18,6 +19,12 @@ client_cert = "client.pem"        # optional: a client certificate (PEM), and it
 client_key = "client.key"         # optional when client_cert holds the key too
 http2 = false                     # optional: HTTP/2 where the server offers it
 idle_timeout_s = 30               # optional: a kept connection idle this long is closed
+
+[providers.anthropic]             # Anthropic's Messages API: POST {base_url}/v1/messages
+base_url = "https://api.anthropic.com"
+api = "anthropic"
+api_key_env = "ANTHROPIC_API_KEY" # sent as x-api-key
+max_tokens = 4096                 # optional, api = "anthropic" only: max_tokens of a call that sets none
 
 [prices."openai/gpt-5"]
 input_usd_per_mtok = 1.25
@@ -86,13 +93,20 @@ DEFAULT_PROVIDER_MAX_REPLY_BYTES = 8 * 1024 * 1024
 DEFAULT_PROVIDER_RETRY_BUDGET_S = 120.0
 DEFAULT_PROVIDER_MAX_RETRY_AFTER_S = 30.0
 DEFAULT_PROVIDER_IDLE_TIMEOUT_S = 30.0
+# The APIs a provider may speak: OpenAI's chat completions (and every server compatible with
+# it), Anthropic's Messages (admiss/anthropic_api.py).
+OPENAI_API, ANTHROPIC_API = "openai", "anthropic"
+PROVIDER_APIS = (OPENAI_API, ANTHROPIC_API)
+# The Messages API requires max_tokens: what a call that sets none asks for.
+DEFAULT_ANTHROPIC_MAX_TOKENS = 4096
 PROXY_SCHEMES = ("http://", "https://", "socks5://", "socks5h://")
 ON_DISABLED = ("fail", "skip")
 
 
 @attrs.frozen
 class ProviderConfig:
-    """One ``[providers.NAME]`` table: an OpenAI-compatible chat-completions endpoint."""
+    """One ``[providers.NAME]`` table: an OpenAI-compatible chat-completions endpoint, or
+    Anthropic's Messages API (``api = "anthropic"``)."""
 
     name: str
     base_url: str
@@ -114,6 +128,10 @@ class ProviderConfig:
     http2: bool = False
     # A kept connection unused this long is closed rather than reused (a NAT may have dropped it).
     idle_timeout_s: float = DEFAULT_PROVIDER_IDLE_TIMEOUT_S
+    # Which API the endpoint speaks: OPENAI_API or ANTHROPIC_API.
+    api: str = OPENAI_API
+    # api = "anthropic" only: the max_tokens of a call that sets none (the API requires one).
+    max_tokens: int = DEFAULT_ANTHROPIC_MAX_TOKENS
 
 
 @attrs.frozen
@@ -448,9 +466,12 @@ class _Reader:
         client_key = self._file(table, where, "client_key", folder)
         if client_key is not None and client_cert is None:
             self._fail(where, "client_key", "client_key needs client_cert (the certificate it belongs to)")
+        api = self._api(table, where, base_url)
         return ProviderConfig(
             name=name,
             base_url=base_url.rstrip("/"),
+            api=api,
+            max_tokens=self._count(table, where, "max_tokens", DEFAULT_ANTHROPIC_MAX_TOKENS, minimum=1),
             api_key_env=api_key_env,
             timeout_s=self._number(table, where, "timeout_s", DEFAULT_PROVIDER_TIMEOUT_S, positive=True),
             max_retries=self._count(table, where, "max_retries", DEFAULT_PROVIDER_MAX_RETRIES, minimum=0),
@@ -464,6 +485,18 @@ class _Reader:
             http2=self._typed(table, where, "http2", bool, "true or false", default=False),
             idle_timeout_s=self._number(table, where, "idle_timeout_s", DEFAULT_PROVIDER_IDLE_TIMEOUT_S, positive=True),
         )
+
+    def _api(self, table: dict, where: tuple[str, ...], base_url: str) -> str:
+        api = self._choice(table, where, "api", PROVIDER_APIS, OPENAI_API,
+                           hint='"openai" for OpenAI\'s chat completions and servers compatible with it (vLLM, '
+                                'Ollama, llama.cpp, LiteLLM), "anthropic" for Anthropic\'s Messages API')
+        if api == OPENAI_API and "max_tokens" in table:
+            self._fail(where, "max_tokens", "max_tokens applies to api = \"anthropic\" only",
+                       hint="an OpenAI-compatible call sends max_tokens only when it sets one ([rungs.CHAIN.RUNG])")
+        if api == ANTHROPIC_API and base_url.rstrip("/").endswith("/v1"):
+            self._fail(where, "base_url", f"base_url {base_url!r} ends in /v1, and admiss adds /v1/messages to it",
+                       hint='give the server\'s root, as Anthropic\'s clients take it: "https://api.anthropic.com"')
+        return api
 
     def _proxy(self, table: dict, where: tuple[str, ...]) -> str | None:
         proxy = self._typed(table, where, "proxy", str, "a string", default=None)
@@ -542,11 +575,12 @@ class _Reader:
             self._fail(where, key, f"{_dotted(where, key)} must be at least {minimum}, not {value}")
         return value
 
-    def _choice(self, table: dict, where: tuple[str, ...], key: str, choices: tuple[str, ...], default: str) -> str:
+    def _choice(self, table: dict, where: tuple[str, ...], key: str, choices: tuple[str, ...], default: str,
+                hint: str | None = None) -> str:
         value = self._typed(table, where, key, str, "a string", default=default)
         if value not in choices:
             listed = " or ".join(f'"{c}"' for c in choices)
-            self._fail(where, key, f"{_dotted(where, key)} must be {listed}, not {value!r}")
+            self._fail(where, key, f"{_dotted(where, key)} must be {listed}, not {value!r}", hint)
         return value
 
     def _known_keys(self, table: dict, known: tuple[str, ...], where: tuple[str, ...]) -> None:

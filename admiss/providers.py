@@ -1,4 +1,6 @@
-"""An OpenAI-compatible chat-completions client (OpenAI, vLLM, Ollama, llama.cpp, LiteLLM).
+"""Model calls: an OpenAI-compatible chat-completions client (OpenAI, vLLM, Ollama,
+llama.cpp, LiteLLM), and one for Anthropic's Messages API (``api = "anthropic"``, the
+translation in admiss/anthropic_api.py), which every caller reaches the same way.
 
 A model id ``"NAME/model"`` goes to ``[providers.NAME]`` with model ``model``. Every failure
 (no such provider, unset key, connection, HTTP status, timeout, malformed reply) raises
@@ -8,7 +10,7 @@ e.g. a candidate too long for the model's context, or a completion without text,
 declining), which is the candidate's.
 
 Only idempotent failures are retried: connection errors (the request never arrived), 429,
-502, 503 and 504 (the server says it did not do the work). A 500 or a read timeout may have
+502, 503 and 504 (the server says it did not do the work; and Anthropic's 529, overloaded). A 500 or a read timeout may have
 been billed, so it is not repeated. Retries are stamina's: exponential backoff with jitter
 (so calls refused together do not come back together), a server's ``Retry-After`` (seconds
 or an HTTP-date) waited for, plus jitter, up to ``max_retry_after_s``, and no retry that
@@ -55,8 +57,8 @@ import attrs
 import httpx
 import stamina
 
-from admiss import jsonio
-from admiss.config import Config, ProviderConfig, provider_name
+from admiss import anthropic_api, jsonio
+from admiss.config import ANTHROPIC_API, Config, ProviderConfig, provider_name
 from admiss.redact import clipped, holds_secret, key_values, redact, url_secrets
 
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
@@ -370,6 +372,8 @@ class Completion:
     # The tool calls the model proposed, each {"id", "type": "function", "function": {"name",
     # "arguments"}} with strings checked (the upstream is untrusted).
     tool_calls: tuple[dict[str, Any], ...] = ()
+    # An Anthropic provider's own stop reason (one the API documents), beside its finish_reason.
+    stop_reason: str | None = None
 
     @property
     def answer(self) -> str:
@@ -426,7 +430,10 @@ def cost_usd(config: Config, model: str, usages: Sequence[Usage | None]) -> tupl
 
 
 class ChatClient:
-    """One provider's endpoint over one :class:`Sender` (httpx's by default)."""
+    """One provider's chat-completions endpoint over one :class:`Sender` (httpx's by default)."""
+
+    path = "/chat/completions"
+    retry_statuses = RETRY_STATUSES
 
     def __init__(self, config: ProviderConfig, environ: Mapping[str, str] | None = None,
                  sender: Sender | None = None, route: Route | None = None):
@@ -434,9 +441,9 @@ class ChatClient:
         self._environ = os.environ if environ is None else environ
         self.route = route if route is not None else route_for(config, self._environ)
         self._sender = sender if sender is not None else HttpxSender(config, self.route)
-        self._url = f"{config.base_url}/chat/completions"
-        # With a key the Authorization header is the Bearer key's: the URL's user-info is not
-        # sent at all (httpx would put it in that same header as Basic auth, over the key).
+        self._url = f"{config.base_url}{self.path}"
+        # With a key the key is the credential: the URL's user-info is not sent at all (httpx
+        # would send it as Basic auth in the Authorization header, over a Bearer key).
         self._sent_url = shown_url(self._url) if config.api_key_env else self._url
         self._url_secrets = url_secrets([config.base_url])
 
@@ -446,9 +453,9 @@ class ChatClient:
         ``params`` adds request fields such as ``temperature``."""
         try:
             headers = self._headers()
-            body = jsonio.dumps_line({**(params or {}), "model": model, "messages": list(messages)})
+            body = jsonio.dumps_line(self._body(model, messages, params or {}))
             response = await self._post_with_retries(body, headers)
-            return _completion(response, self.config.name, self.secrets())
+            return self._completion(response)
         except ProviderError as exc:
             # Every reason this client gives passes here: a server or a connection error may
             # quote the key it was sent or the URL's user-info.
@@ -471,16 +478,30 @@ class ChatClient:
     async def aclose(self) -> None:
         await self._sender.aclose()
 
+    def _body(self, model: str, messages: Sequence[Mapping[str, Any]], params: Mapping[str, Any]) -> dict[str, Any]:
+        return {**params, "model": model, "messages": list(messages)}
+
+    def _completion(self, response: Reply) -> Completion:
+        return _completion(response, self.config.name, self.secrets())
+
     def _headers(self) -> dict[str, str]:
+        key = self._key()
+        return _JSON_HEADERS if key is None else {**_JSON_HEADERS, "Authorization": f"Bearer {key}"}
+
+    def _key(self) -> str | None:
+        """The provider's key (None when it has no api_key_env); ProviderError when unset."""
         env_name = self.config.api_key_env
         if env_name is None:
-            return _JSON_HEADERS
+            return None
         key = self._environ.get(env_name)
         if not key:
             raise ProviderError(
                 f"environment variable {env_name} is not set (api_key_env of [providers.{self.config.name}])"
             )
-        return {**_JSON_HEADERS, "Authorization": f"Bearer {key}"}
+        return key
+
+    def _error_detail(self, response: Reply) -> str:
+        return _error_detail(response, self.secrets())
 
     async def _post_with_retries(self, body: bytes, headers: Mapping[str, str]) -> Reply:
         """The reply, after stamina's retries of what may be retried; ProviderError else."""
@@ -509,13 +530,13 @@ class ChatClient:
                 raise ProviderError(f"{self._where()}: cannot connect to {self._url}: {exc.reason}"
                                     f"{_tried(retries)}{schedule.stopped}") from None
             raise ProviderError(f"{self._where()}: HTTP {exc.response.status_code}{_tried(retries)}"
-                                f"{_error_detail(exc.response, self.secrets())}{schedule.stopped}") from None
+                                f"{self._error_detail(exc.response)}{schedule.stopped}") from None
         raise AssertionError("stamina ended without a last attempt")  # pragma: no cover
 
     async def _attempt(self, body: bytes, headers: Mapping[str, str], schedule: _Schedule) -> Reply:
         """One exchange's reply; _Retryable when it may be repeated."""
         response = await self._post_once(body, headers, schedule.remaining())
-        if response.status_code in RETRY_STATUSES:
+        if response.status_code in self.retry_statuses:
             raise _Retryable(response)
         return response
 
@@ -544,11 +565,53 @@ class ChatClient:
         if response.is_success:
             return response
         raise ProviderError(f"{self._where()}: HTTP {response.status_code}{_tried(retries)}"
-                            f"{_error_detail(response, self.secrets())}",
+                            f"{self._error_detail(response)}",
                             content_refused=response.status_code in CONTENT_REFUSED_STATUSES)
 
     def _where(self) -> str:
         return f"provider {self.config.name}"
+
+
+class MessagesClient(ChatClient):
+    """One provider's Anthropic Messages endpoint (``api = "anthropic"``): the same
+    deadline, retries (529, overloaded, among them) and reasons as :class:`ChatClient`, the
+    call translated by :mod:`admiss.anthropic_api`."""
+
+    path = anthropic_api.PATH
+    retry_statuses = RETRY_STATUSES | {anthropic_api.OVERLOADED}
+
+    def _body(self, model: str, messages: Sequence[Mapping[str, Any]], params: Mapping[str, Any]) -> dict[str, Any]:
+        try:
+            return anthropic_api.request_body(model, messages, params, self.config.max_tokens)
+        except anthropic_api.CannotSend as exc:
+            # What the call carried, as a server would refuse it with a 400.
+            raise ProviderError(f"{self._where()}: cannot be sent to the Messages API: {exc}",
+                                content_refused=True) from None
+
+    def _completion(self, response: Reply) -> Completion:
+        try:
+            message = anthropic_api.message(response.text)
+        except anthropic_api.NotAMessage as exc:
+            raise ProviderError(f"{self._where()}: reply is not a Messages API message: {exc}") from None
+        if message.text is None and not message.tool_calls:
+            raise ProviderError(f"{self._where()}: reply has no text content (the model declined)",
+                                content_refused=True)
+        return Completion(message.text, _counted(message.input_counts, message.output_count), message.finish_reason,
+                          message.tool_calls, message.stop_reason)
+
+    def _headers(self) -> dict[str, str]:
+        key = self._key()
+        versioned = {**_JSON_HEADERS, "anthropic-version": anthropic_api.VERSION}
+        return versioned if key is None else {**versioned, "x-api-key": key}
+
+    def _error_detail(self, response: Reply) -> str:
+        try:
+            message = anthropic_api.error_message(response.json())
+        except (ValueError, RecursionError):
+            message = None
+        if message is None:
+            return _error_detail(response, self.secrets())
+        return f": {clipped(message.strip(), DETAIL_CHARS, self.secrets())}"
 
 
 class _Retryable(Exception):
@@ -682,7 +745,8 @@ class Providers:
         if name not in self._clients:
             config, route = self._configs[name], self._route(name)
             sender = self._fast(config, route) if self._fast is not None and route.plain else None
-            self._clients[name] = ChatClient(config, self._environ, sender, route)
+            kind = MessagesClient if config.api == ANTHROPIC_API else ChatClient
+            self._clients[name] = kind(config, self._environ, sender, route)
         return self._clients[name]
 
 
@@ -724,12 +788,18 @@ def _tool_calls(calls: Any) -> tuple[dict[str, Any], ...]:
 def _usage(data: Any) -> Usage | None:
     if not isinstance(data, dict):
         return None
-    prompt, completion = data.get("prompt_tokens"), data.get("completion_tokens")
-    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in (prompt, completion)):
+    return _counted((data.get("prompt_tokens"),), data.get("completion_tokens"))
+
+
+def _counted(inputs: Sequence[Any], output: Any) -> Usage | None:
+    """The usage of a reply's input counts (summed) and output count, as the server sent
+    them: None unless each is a count, out of bounds when one is past belief."""
+    counts = (*inputs, output)
+    if not inputs or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in counts):
         return None
-    if max(prompt, completion) > MAX_CALL_TOKENS:
+    if max(sum(inputs), output) > MAX_CALL_TOKENS:
         return Usage(out_of_bounds=True)
-    return Usage(prompt, completion)
+    return Usage(sum(inputs), output)
 
 
 def _error_detail(response: Reply, secrets: Sequence[str]) -> str:

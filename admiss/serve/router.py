@@ -51,6 +51,8 @@ class Served:
     receipt: dict[str, Any]
     # The served candidate's tool calls, in OpenAI's shape.
     tool_calls: tuple[dict[str, Any], ...] = ()
+    # The served rung's own stop reason when its provider speaks Anthropic's Messages API.
+    stop_reason: str | None = None
 
     @property
     def outcome(self) -> str:
@@ -171,6 +173,7 @@ class Router:
             finish_reason=_finish_reason(call.completion) if call else None,
             receipt=receipt,
             tool_calls=tool_calls,
+            stop_reason=call.completion.stop_reason if call else None,
         )
 
     async def gate(self, messages: Any, output: str | None, /, rung: str | None = None, model: str | None = None,

@@ -306,7 +306,9 @@ def _blocks(served: Served) -> list[dict[str, Any]]:
 
 
 def _stop_reason(served: Served) -> str:
-    return STOP_REASONS.get(served.finish_reason or "", "end_turn")
+    """The finish reason as Anthropic has it; an Anthropic upstream's own reason where the
+    finish reason alone cannot tell (``stop_sequence`` from ``end_turn``)."""
+    return STOP_REASONS.get(served.finish_reason or "") or served.stop_reason or "end_turn"
 
 
 def _usage(served: Served) -> dict[str, int]:

@@ -11,12 +11,13 @@ Anthropic provider that call becomes one ``POST {base_url}/v1/messages``:
   cannot be an ``input``: the call is not sent); turns of one role in a row are joined into
   one, as the API wants them; an assistant turn with nothing in it is left out.
 - ``max_tokens`` (or ``max_completion_tokens``) is sent as ``max_tokens``, which the API
-  requires: the provider's ``max_tokens`` when the call sets none. ``temperature`` (0 to 1
-  here), ``top_p``, ``stop`` (as ``stop_sequences``), ``user`` (as ``metadata.user_id``),
-  ``tools`` (``parameters`` as ``input_schema``), ``tool_choice`` and
-  ``parallel_tool_calls`` (as ``disable_parallel_tool_use``) have twins; a field without
-  one (``seed``, ``response_format``, ``logit_bias``, ...) is refused by name, never
-  dropped without a word.
+  requires: the provider's ``max_tokens`` when the call sets none. ``stop`` (as
+  ``stop_sequences``), ``user`` (as ``metadata.user_id``), ``tools`` (``parameters`` as
+  ``input_schema``), ``tool_choice`` and ``parallel_tool_calls`` (as
+  ``disable_parallel_tool_use``) have twins; a field without one is refused by name, never
+  dropped without a word: ``seed``, ``response_format``, ``logit_bias``, ... and the
+  sampling fields ``temperature`` and ``top_p``, which the API as the official ``anthropic``
+  client (2.x) describes it no longer takes.
 
 The reply is untrusted: read with the reader that refuses a key given twice and a number
 beyond a double (:func:`admiss.jsonio.loads_untrusted`), its ``text`` blocks joined into the
@@ -43,6 +44,8 @@ FINISH_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "pause_turn": "st
                   "model_context_window_exceeded": "length", "tool_use": "tool_calls", "refusal": "content_filter"}
 SKIPPED_BLOCKS = frozenset({"thinking", "redacted_thinking"})
 TOOL_CHOICES = {"auto": "auto", "required": "any", "none": "none"}
+# Chat-completions sampling fields, which the Messages API (anthropic 2.x) no longer takes.
+SAMPLING = frozenset({"temperature", "top_p"})
 # The usage counts of input tokens: the uncached ones and those read from or written to the
 # prompt cache (all priced at the provider's input price).
 INPUT_COUNTS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
@@ -155,13 +158,10 @@ def _fields(fields: Mapping[str, Any]) -> dict[str, Any]:
     for name, value in fields.items():
         if value is None or name in ("tools", "tool_choice", "parallel_tool_calls"):
             continue
-        if name == "temperature":
-            if not 0 <= value <= 1:
-                raise CannotSend(f"temperature {value:g} is outside the Messages API's range, 0 to 1")
-            out["temperature"] = value
-        elif name == "top_p":
-            out["top_p"] = value
-        elif name == "stop":
+        if name in SAMPLING:
+            raise CannotSend(f"{name}: the Messages API takes no sampling parameters (remove it from the "
+                             "rung's [rungs.CHAIN.RUNG] table or the request)")
+        if name == "stop":
             out["stop_sequences"] = _stop_sequences(value)
         elif name == "user":
             out["metadata"] = {"user_id": value}

@@ -10,7 +10,10 @@ fixed rule; under concurrency, where a queue cannot say which request gets which
 ``route=scripted_by_prompt`` lets each request carry its own script (see that function).
 ``keep_alive=True`` speaks HTTP/1.1 and keeps connections open, as real providers do.
 ``tls=`` (a server-side ``ssl.SSLContext``) serves HTTPS, each handshake in the connection's
-own thread. ``python chat_server.py [PORT]`` runs one as a process and prints its URL.
+own thread. ``messages_api=True`` makes it speak Anthropic's Messages API instead: every
+chat-completion reply (scripted, routed or the default) is sent as the Messages ``message``
+it stands for (checked against the official ``anthropic`` package's type), every error body
+in Anthropic's error shape; a reply already in Messages form (or a raw string) goes as it is. ``python chat_server.py [PORT]`` runs one as a process and prints its URL.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
+import anthropic
 import attrs
 
 
@@ -62,6 +66,37 @@ def grade(score: float = 0.9, **overrides: Any) -> Reply:
     }
     data.update(overrides)
     return completion(json.dumps(data))
+
+
+# A chat-completions finish reason as the Messages API's stop reason.
+_STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens", "content_filter": "refusal"}
+
+
+def message_reply(reply: Reply) -> Reply:
+    """``reply`` as a Messages API server sends it: a chat completion as its ``message``, an
+    OpenAI-shaped error as Anthropic's; anything else unchanged."""
+    body = reply.body
+    if isinstance(body, dict) and "choices" in body:
+        return attrs.evolve(reply, body=_message(body))
+    if isinstance(body, dict) and set(body) == {"error"} and isinstance(body["error"], dict):
+        kind = "overloaded_error" if reply.status == 529 else "rate_limit_error" if reply.status == 429 else "api_error"
+        return attrs.evolve(reply, body={"type": "error", "error": {"type": kind, **body["error"]}})
+    return reply
+
+
+def _message(body: dict[str, Any]) -> dict[str, Any]:
+    choice = body["choices"][0]
+    said = choice["message"]
+    content: list[dict[str, Any]] = [{"type": "text", "text": said["content"]}] if said.get("content") else []
+    for call in said.get("tool_calls") or ():
+        content.append({"type": "tool_use", "id": call["id"], "name": call["function"]["name"],
+                        "input": json.loads(call["function"]["arguments"])})
+    usage = body.get("usage") or {}
+    out = {"id": "msg_test", "type": "message", "role": "assistant", "model": "scripted", "content": content,
+           "stop_reason": _STOP_REASONS.get(choice.get("finish_reason"), "end_turn"), "stop_sequence": None,
+           "usage": {"input_tokens": usage.get("prompt_tokens", 0), "output_tokens": usage.get("completion_tokens", 0)}}
+    anthropic.types.Message.model_validate(out)  # a reply the official client reads
+    return out
 
 
 @attrs.frozen
@@ -161,8 +196,9 @@ def _linger(sock) -> None:
 
 class ChatServer:
     def __init__(self, route: Callable[[Recorded], Reply | None] | None = None, keep_alive: bool = False,
-                 port: int = 0, tls: ssl.SSLContext | None = None) -> None:
+                 port: int = 0, tls: ssl.SSLContext | None = None, messages_api: bool = False) -> None:
         self.requests: list[Recorded] = []
+        self.messages_api = messages_api
         self.default = grade()
         self.route = route
         self._queue: list[Reply] = []
@@ -180,14 +216,23 @@ class ChatServer:
 
     @property
     def url(self) -> str:
+        return f"{self.root}/v1"
+
+    @property
+    def root(self) -> str:
+        """The server's origin: an Anthropic provider's base_url (admiss adds /v1/messages)."""
         host, port = self._http.server_address[:2]
-        return f"{'https' if self._http.tls else 'http'}://{host}:{port}/v1"
+        return f"{'https' if self._http.tls else 'http'}://{host}:{port}"
 
     def script(self, *replies: Reply) -> None:
         with self._lock:
             self._queue.extend(replies)
 
     def next_reply(self, recorded: Recorded) -> Reply:
+        reply = self._next_reply(recorded)
+        return message_reply(reply) if self.messages_api else reply
+
+    def _next_reply(self, recorded: Recorded) -> Reply:
         routed = self.route(recorded) if self.route is not None else None
         with self._lock:
             self.requests.append(recorded)

@@ -152,6 +152,14 @@ def test_an_error_reply_is_read_in_anthropics_shape_and_400_is_the_requests_faul
     assert unauthorised.reason == "provider anth: HTTP 401: authentication_error: invalid x-api-key"
 
 
+def test_a_long_error_message_is_cut_short_and_a_reply_echoing_the_key_is_refused(server):
+    server.script(Reply(400, {"type": "error", "error": {"type": "invalid_request_error", "message": "x" * 5000}}))
+    reason = failure(server).reason
+    assert reason.startswith("provider anth: HTTP 400: invalid_request_error: xxx") and len(reason) < 300
+    server.script(Reply(body={**MESSAGE, "content": [{"type": "text", "text": f"your key is {KEY}"}]}))
+    assert "repeats the credentials it was sent" in failure(server).reason
+
+
 def test_429_and_529_are_retried_after_the_retry_after_they_ask_for(server):
     server.script(Reply(429, {"error": {"message": "slow down"}}, headers=(("retry-after", "0"),)),
                   Reply(529, {"error": {"message": "Overloaded"}}), completion("at last"))

@@ -37,6 +37,12 @@ CHAIN json {
   }
 }
 
+CHAIN consistent {
+  RUNG cheap MODEL "anth/cheap" {
+    GATE consistency K 3 THRESHOLD 1.0 ON ABSTAIN fail_closed
+  }
+}
+
 CHAIN agent {
   RUNG cheap MODEL "anth/cheap" {
     GATE non_empty ON ABSTAIN fail_closed
@@ -270,3 +276,13 @@ def test_the_upstreams_stop_reason_is_kept_on_the_messages_route(gateway, upstre
         assert response.choices[0].finish_reason == "stop"
     else:
         assert response.stop_reason == "stop_sequence"
+
+
+def test_the_consistency_gates_samples_go_to_the_anthropic_upstream_too(gateway, upstream, wire):
+    marker, user = task({"cheap": [GOOD]})
+    text, rung, receipt_id, _ = ask(gateway, wire, [user], chain="consistent")
+    assert (text, rung) == (GOOD, "cheap")
+    sent = reached(upstream, marker)
+    assert len(sent) == 4 and {r.path for r in sent} == {"/v1/messages"}  # the candidate and its 3 samples
+    gate = gateway.store().get(receipt_id)["chain"]["rungs"][0]["gates"][0]
+    assert (gate["gate"], gate["verdict"]) == ("consistency", "pass")

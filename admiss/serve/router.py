@@ -25,7 +25,7 @@ from typing import Any, Callable
 import attrs
 
 from admiss.cascade import ChainResult, CompiledChain, CompiledRung
-from admiss.config import Config
+from admiss.config import ANTHROPIC_API, Config
 from admiss.errors import Diagnostic, InputError
 from admiss.gates.base import Candidate
 from admiss.providers import Completion, ProviderError, recording_calls, split_model
@@ -386,6 +386,8 @@ def _check_servable(chain: CompiledChain, config: Config, origin: str | None, ca
             problems.append(Diagnostic("E150", f"rung '{rung.name}' calls {rung.model}, but {where} has no "
                                        f"[providers.{provider}] table", file=origin,
                                        hint=f"add [providers.{provider}] with its base_url"))
+        elif config.providers[provider].api == ANTHROPIC_API:
+            problems += _unsendable_settings(chain.name, rung.name, provider, config, origin)
     names = {r.name for r in chain.rungs}
     for rung in config.rungs.get(chain.name, {}):
         if rung not in names:
@@ -393,6 +395,16 @@ def _check_servable(chain: CompiledChain, config: Config, origin: str | None, ca
                                        f"chain '{chain.name}'", file=origin, hint=f"rungs: {', '.join(sorted(names))}"))
     if problems:
         raise InputError(problems)
+
+
+def _unsendable_settings(chain: str, rung: str, provider: str, config: Config, origin: str | None) -> list[Diagnostic]:
+    """E151 for a rung setting the Messages API takes no place for: every call of the rung
+    would fail on it, so the gateway says so at start rather than escalating every request."""
+    if config.rung_settings(chain, rung).temperature is None:
+        return []
+    return [Diagnostic("E151", f"[rungs.{chain}.{rung}] sets temperature, but the rung's provider {provider} speaks "
+                       "Anthropic's Messages API (api = \"anthropic\"), which takes no sampling parameters",
+                       file=origin, hint=f"remove temperature from [rungs.{chain}.{rung}] in {config.path}")]
 
 
 def routers_for(rubric_path: str | Path, config: str | Path | None = None, chain: str | None = None,

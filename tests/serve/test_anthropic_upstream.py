@@ -286,3 +286,16 @@ def test_the_consistency_gates_samples_go_to_the_anthropic_upstream_too(gateway,
     assert len(sent) == 4 and {r.path for r in sent} == {"/v1/messages"}  # the candidate and its 3 samples
     gate = gateway.store().get(receipt_id)["chain"]["rungs"][0]["gates"][0]
     assert (gate["gate"], gate["verdict"]) == ("consistency", "pass")
+
+
+def test_serve_refuses_at_start_a_temperature_the_anthropic_rung_could_never_send(tmp_path, upstream):
+    (tmp_path / "r.rubric").write_text(RUBRIC)
+    (tmp_path / "admiss.toml").write_text(CONFIG.format(root=upstream.root).replace(
+        "[serve]", "[rungs.json.strong]\ntemperature = 0.2\n\n[serve]"))
+    result = subprocess.run([sys.executable, "-m", "admiss", "serve", str(tmp_path / "r.rubric"), "--chain", "json",
+                             "--port", "0"], capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                            env={**os.environ, "FAKE_PROVIDER_KEY": PROVIDER_KEY, "GATEWAY_KEYS": "k"})
+    assert result.returncode == 2, result.stderr
+    assert ("E151 [rungs.json.strong] sets temperature, but the rung's provider anth speaks Anthropic's Messages "
+            "API") in result.stderr
+    assert "remove temperature from [rungs.json.strong]" in result.stderr and "Traceback" not in result.stderr

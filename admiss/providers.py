@@ -708,7 +708,8 @@ class Providers:
                 out[name] = exc.reason
                 continue
             sender = "admiss's own pool" if route.plain and self._fast is not None else "httpx"
-            out[name] = f"{route.described()}, sent by {sender}"
+            api = ", speaking Anthropic's Messages API" if self._configs[name].api == ANTHROPIC_API else ""
+            out[name] = f"{route.described()}, sent by {sender}{api}"
         return out
 
     async def unreachable(self, names: Sequence[str], seconds: float = 5.0) -> list[str]:

@@ -249,6 +249,11 @@ def test_a_hostile_upstream_reply_escalates_and_is_never_served(gateway, upstrea
     assert "Traceback" not in gateway.log.read_text()
 
 
+def test_the_start_up_log_says_which_api_the_provider_speaks(gateway):
+    [line] = [line for line in gateway.log.read_text().splitlines() if "provider anth: " in line]
+    assert line.endswith(", speaking Anthropic's Messages API")
+
+
 def test_check_live_calls_an_anthropic_provider(tmp_path, upstream):
     (tmp_path / "r.rubric").write_text(RUBRIC)
     (tmp_path / "admiss.toml").write_text(CONFIG.format(root=upstream.root))

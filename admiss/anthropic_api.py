@@ -127,10 +127,13 @@ def _assistant_blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     blocks = [{"type": "text", "text": text}] if text else []
     for call in message.get("tool_calls") or ():
         function = call.get("function") or {}
+        # The client's own history, read by the model and no gate (the gates read the
+        # conversation through its trace reader), so the fast reader will do: the strict one
+        # cost 12 us a call, 160 of 235 us for a 40-message agent request.
         try:
-            arguments = jsonio.loads_untrusted(function.get("arguments") or "{}")
-        except UnreadableJSON as exc:
-            raise CannotSend(f"tool call {call.get('id')}: arguments are not JSON ({exc})") from None
+            arguments = jsonio.loads_any(function.get("arguments") or "{}")
+        except (ValueError, RecursionError):
+            raise CannotSend(f"tool call {call.get('id')}: arguments are not JSON") from None
         if not isinstance(arguments, dict):
             raise CannotSend(f"tool call {call.get('id')}: arguments are not a JSON object, which a tool_use "
                              "block's input must be")

@@ -261,9 +261,11 @@ def _start_helper(script: str, *args: str) -> tuple[subprocess.Popen, int]:
 
 
 def _start_gateway(folder: Path, upstream_port: int, workers: int, sender: str,
-                   more_config: str = "", store: str = "receipts.db") -> tuple[subprocess.Popen, int]:
+                   more_config: str = "", store: str = "receipts.db",
+                   command: tuple[str, ...] | None = None) -> tuple[subprocess.Popen, int]:
     """``more_config``: more tables for its admiss.toml (bench_otel.py's [telemetry]);
-    ``store``: its receipt store (a file in ``folder``, or a postgresql:// URL)."""
+    ``store``: its receipt store (a file in ``folder``, or a postgresql:// URL);
+    ``command``: the admiss command to start (another checkout's), else this one's."""
     (folder / "bench.rubric").write_text(RUBRIC + AGENT_RUBRIC)
     (folder / "admiss.toml").write_text(f'[providers.fake]\nbase_url = "http://127.0.0.1:{upstream_port}/v1"\n'
                                         f'{SENDER_CONFIG[sender]}'
@@ -271,7 +273,7 @@ def _start_gateway(folder: Path, upstream_port: int, workers: int, sender: str,
     port = _free_port()
     log = folder / "serve.log"
     with log.open("wb") as out:
-        process = subprocess.Popen([sys.executable, "-m", "admiss", "serve", str(folder / "bench.rubric"),
+        process = subprocess.Popen([*(command or (sys.executable, "-m", "admiss")), "serve", str(folder / "bench.rubric"),
                                     "--port", str(port), "--workers", str(workers)], cwd=folder, stdout=out,
                                    stderr=subprocess.STDOUT)
     # The port answers once one worker is up: wait until every worker says it has started.
@@ -306,10 +308,50 @@ def run(settings: Settings) -> None:
 def run_agents(settings: Settings) -> None:
     """The agent's request (tools, 40 messages read as evidence) against the model-paced
     upstreams, one worker, over chat completions and over Anthropic's Messages route: the
-    targets hold for both."""
+    targets hold for both. With ``--baseline-admiss``, another checkout's gateway runs in
+    the same rounds as this one's instead, for a before and after under one machine load."""
     for kind in ("agent", "agent_messages"):
         for delay_s, spread_s in UPSTREAMS[1:]:
-            _run_against(settings, delay_s, spread_s, kind=kind, workers=(1,))
+            if settings.baseline_admiss:
+                _compare_baseline(settings, delay_s, spread_s, kind)
+            else:
+                _run_against(settings, delay_s, spread_s, kind=kind, workers=(1,))
+
+
+BASELINE, THIS = "baseline", "this checkout"
+
+
+def _compare_baseline(settings: Settings, delay_s: float, spread_s: float, kind: str) -> None:
+    """Two gateways of one worker each, the baseline's ``admiss`` and this checkout's, in the
+    same rounds with ``kind``'s requests."""
+    after = f"{delay_s * 1000:.0f} ± {spread_s * 1000:.0f} ms, uniformly" if spread_s else f"{delay_s * 1000:.0f} ms"
+    print_section(f"gateway, {kind} requests: {BASELINE} ({settings.baseline_admiss}) vs {THIS}, one worker each, "
+                  f"in the same rounds, against the fake upstream replying after {after}, concurrency {CONCURRENCY}")
+    upstream, upstream_port = _start_upstream(delay_s, spread_s)
+    try:
+        with tempfile.TemporaryDirectory() as base_tmp, tempfile.TemporaryDirectory() as this_tmp:
+            started = {BASELINE: _start_gateway(Path(base_tmp), upstream_port, 1, POOL,
+                                                command=(settings.baseline_admiss,)),
+                       THIS: _start_gateway(Path(this_tmp), upstream_port, 1, POOL)}
+            try:
+                rows, medians, one = _side_by_side(settings, delay_s, upstream_port, started, kind)
+            finally:
+                for process, _ in started.values():
+                    _stop(process)
+    finally:
+        _stop(upstream)
+    print_table("added latency beyond direct calls, in ms",
+                ["round", *(f"{name} {what}" for name in started for what in ("added p50", "added p99", "req/s"))], rows)
+    (base_median, base_p99, base_rate), (this_median, this_p99, this_rate) = medians[BASELINE], medians[THIS]
+    print(f"{THIS} against {BASELINE}: added median {_ms(this_median)} ms vs {_ms(base_median)} ms "
+          f"({ratio_text(this_median / base_median)}), p99 {_ms(this_p99)} ms vs {_ms(base_p99)} ms "
+          f"({ratio_text(this_p99 / base_p99)}), throughput {ratio_text(this_rate / base_rate)} the baseline's; "
+          f"one at a time {_ms(one[THIS])} ms vs {_ms(one[BASELINE])} ms")
+    for name in started:
+        print(target_text(f"{name}: added median <= {TARGET_MEDIAN_MS} ms", medians[name][0] * 1000 <= TARGET_MEDIAN_MS,
+                          f"{_ms(medians[name][0])} ms"))
+        print(target_text(f"{name}: added p99 <= {TARGET_P99_MS} ms", medians[name][1] * 1000 <= TARGET_P99_MS,
+                          f"{_ms(medians[name][1])} ms"))
 
 
 def _run_against(settings: Settings, delay_s: float, spread_s: float, kind: str = "plain",
@@ -345,15 +387,17 @@ class Summary:
 
 
 def _side_by_side(settings: Settings, delay_s: float, upstream_port: int,
-                  started: dict[str, tuple[subprocess.Popen, int]]) -> tuple[list[list[str]], dict, dict]:
+                  started: dict[str, tuple[subprocess.Popen, int]], kind: str = "plain"
+                  ) -> tuple[list[list[str]], dict, dict]:
     """Gateways of one worker each measured in the same rounds as direct calls (each round
     in another order), so that their difference is theirs and not the machine's load of the
-    moment: the table rows, each gateway's (added median, added p99, req/s), and its added
-    latency one request at a time."""
+    moment, all sent ``kind``'s requests: the table rows, each gateway's (added median,
+    added p99, req/s), and its added latency one request at a time."""
     total = 1000 if settings.quick else 3000
     rounds = 3 if settings.quick else 5
-    direct = _request("/v1/chat/completions", {"model": "cheap", "messages": MESSAGES}, {})
-    via = _request("/v1/chat/completions", {"model": "bench", "messages": MESSAGES}, {"authorization": f"Bearer {KEY}"})
+    chain, path, fields, direct_fields = KINDS[kind]
+    direct = _request(CHAT_PATH, {"model": "cheap", **direct_fields}, {})
+    via = _request(path, {"model": chain, **fields}, {"authorization": f"Bearer {KEY}"})
     paths = {"direct": (upstream_port, direct), **{name: (port, via) for name, (_, port) in started.items()}}
     for port, request in paths.values():
         load(port, request, 500, CONCURRENCY)  # warm-up

@@ -208,6 +208,18 @@ def _content_text(content: Any) -> str:
     return content or ""
 
 
+# The gate kinds that never read a candidate's prompt. A rung of only these gets none: the
+# transcript of an agent's 40-message conversation was 3 % of its request's CPU in the
+# gateway (py-spy, benchmarks/bench_gateway.py's agent rounds). Any other kind (judge,
+# subprocess, consistency, one added later) gets it.
+PROMPTLESS_GATES = frozenset({"non_empty", "json_valid", "schema", "tool_calls", "admissibility"})
+
+
+def reads_prompt(rung: CompiledRung) -> bool:
+    """Whether a gate of ``rung`` may read its candidate's prompt."""
+    return any(gate.ir.kind not in PROMPTLESS_GATES for gate in rung.gates)
+
+
 @attrs.define
 class RungCall:
     """One rung's model call that returned."""
@@ -272,7 +284,8 @@ class LiveRungs:
         completion = carried
         self.calls[rung.name] = RungCall(completion, cost, round((time.perf_counter() - started) * 1000, 3))
         evidence = self.conversation(rung.name, completion.text) if self.conversation else self.evidence
-        candidate = Candidate(output=completion.text, model=rung.model, prompt=transcript(messages), meta=self.meta,
+        prompt = transcript(messages) if reads_prompt(rung) else None
+        candidate = Candidate(output=completion.text, model=rung.model, prompt=prompt, meta=self.meta,
                               evidence=evidence, rung=rung.name, messages=tuple(messages), params=params,
                               tool_calls=completion.tool_calls)
         return candidate, cost, ""

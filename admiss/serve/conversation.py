@@ -67,25 +67,53 @@ def _key(step: Step) -> str:
 
 
 class Conversation:
-    """The evidence a request's conversation offers; :meth:`evidence` adds a rung's candidate."""
+    """The evidence a request's conversation offers; :meth:`evidence` adds a rung's candidate.
+
+    The steps are mapped to evidence when first needed, or by :meth:`prepare`, which the
+    router schedules to run while the rung's model is being called: the trace was read (and
+    checked) before the call, and its mapping, which no refusal depends on, need not hold
+    the call up (it was a twelfth of an agent request's CPU, benchmarks/bench_gateway_cpu.py).
+    """
 
     def __init__(self, trace: Trace, mapping: CompiledMapping, served: Collection[str] | None = None):
         """``served``: in strict mode, the store key of every conversation call this gateway
         served (None: every call counts)."""
         self.trace = trace
-        items, self.not_offered = [], []
-        for step in trace.steps:
+        self._mapping = mapping
+        self._served = served
+        self._mapped: tuple[tuple[dict, ...], list[dict]] | None = None
+
+    def prepare(self) -> None:
+        """Map the steps now, if not done yet (a loop callback: nothing to return)."""
+        if self._mapped is None:
+            self._mapped = self._map()
+
+    def _map(self) -> tuple[tuple[dict, ...], list[dict]]:
+        items, not_offered = [], []
+        served, decide = self._served, self._mapping.decide
+        for step in self.trace.steps:
             if served is not None and step.type == TOOL_CALL and not _was_served(step, served):
-                self.not_offered.append({"step": step.ref.to_dict(), "type": TOOL_CALL, "tool": step.tool_name,
-                                         "reason": NOT_SERVED})
+                not_offered.append({"step": step.ref.to_dict(), "type": TOOL_CALL, "tool": step.tool_name,
+                                    "reason": NOT_SERVED})
                 continue
-            decision = mapping.decide(step)
+            decision = decide(step)
             if decision.item is not None:
                 items.append(decision.item)
             else:
-                self.not_offered.append(decision.not_offered())
-        self.items = tuple(items)
-        self._mapping = mapping
+                not_offered.append(decision.not_offered())
+        return tuple(items), not_offered
+
+    @property
+    def items(self) -> tuple[dict, ...]:
+        """The conversation's evidence items, in step order."""
+        self.prepare()
+        return self._mapped[0]  # type: ignore[index]
+
+    @property
+    def not_offered(self) -> list[dict]:
+        """The steps that gave no evidence item, each with why."""
+        self.prepare()
+        return self._mapped[1]  # type: ignore[index]
 
     def evidence(self, rung: str, output: str | None) -> tuple[dict, ...]:
         """The conversation's items and the candidate's output as the run's final answer."""

@@ -160,6 +160,10 @@ class Router:
         receipt. RequestError when its conversation breaks a trace's rules."""
         started, created_at = time.perf_counter(), utc_timestamp()
         conversation = await self._conversation(request) if self._reads_conversation else None
+        if conversation is not None:
+            # Mapped in the loop's next turn, by when the rung's call is sent and waits for
+            # the model; a rung that answers first maps it itself.
+            asyncio.get_running_loop().call_soon(conversation.prepare)
         rungs = LiveRungs(self.ctx, self.chain.name, request.messages, request.params, calls=recording_calls(),
                           conversation=conversation.evidence if conversation else None, carry=request.carry)
         result = await self.chain.arun(rungs.produce)

@@ -108,7 +108,7 @@ def text_error(text: str) -> str | None:
     # Every key the rule reads holds one of these, unless written with an escape: most
     # results hold none and are not parsed here (parsing and checking every one took a
     # trace's reading from 0.40x to 0.27x the speed of json.loads).
-    if not any(mark in text for mark in _SIGNAL_MARKS):
+    if not _may_signal(text):
         return None
     try:
         value = loads_json(text[start:])
@@ -135,6 +135,14 @@ FAILURE_TEXTS = (
 )
 # What the text of a JSON result that could be an error holds (see text_error).
 _SIGNAL_MARKS = ("rror", "RROR", "status", "response_type", "result", "\\")
+
+
+def _may_signal(text: str) -> bool:
+    """Whether ``text`` holds one of _SIGNAL_MARKS. Spelled out rather than ``any()`` over
+    a generator: twice as fast, and every OpenAI tool result of a conversation passes here
+    (tests/traces/test_error_signals.py holds the two to the same answers)."""
+    return ("rror" in text or "RROR" in text or "status" in text or "response_type" in text or "result" in text
+            or "\\" in text)
 # ADK's ReflectAndRetryToolPlugin answers a tool's exception with this response_type.
 _ADK_RETRY_ANSWER = "ERROR_HANDLED_BY_REFLECT_AND_RETRY_PLUGIN"
 def error_in(result: Any) -> str | None:

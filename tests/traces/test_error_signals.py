@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
+from admiss.traces.build import _SIGNAL_MARKS, _may_signal
 from admiss.traces.read import read_trace
 
 
@@ -70,3 +72,13 @@ def test_huge_numbers_in_a_result_are_no_crash():
     assert chat_outcome('{"n": ' + "9" * 5000 + "}") == ("ok", None)
     assert chat_outcome('{"error": ' + "9" * 5000 + "}") == ("error", "9" * 199 + "…")
     assert chat_outcome('{"error": ' + "9" * 5000 + ', "error": 0}')[0] == "error"
+
+
+# Texts made of marks, pieces of marks and anything else, so that each mark is met often.
+_PIECES = st.sampled_from([*_SIGNAL_MARKS, *(m[:-1] for m in _SIGNAL_MARKS if len(m) > 1), "rr", "Err", '{"'])
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_PIECES | st.text(max_size=4), max_size=6).map("".join))
+def test_the_spelled_out_signal_test_finds_what_a_scan_of_every_mark_finds(text):
+    assert _may_signal(text) == any(mark in text for mark in _SIGNAL_MARKS)

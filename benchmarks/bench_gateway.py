@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import signal
 import socket
@@ -334,7 +335,10 @@ def _compare_baseline(settings: Settings, delay_s: float, spread_s: float, kind:
                                                 command=(settings.baseline_admiss,)),
                        THIS: _start_gateway(Path(this_tmp), upstream_port, 1, POOL)}
             try:
+                cpu = {name: _cpu_s(process.pid) for name, (process, _) in started.items()}
                 rows, medians, one = _side_by_side(settings, delay_s, upstream_port, started, kind)
+                sent = 500 + (3 if settings.quick else 5) * (1000 if settings.quick else 3000) + 300
+                cpu = {name: (_cpu_s(process.pid) - cpu[name]) / sent for name, (process, _) in started.items()}
             finally:
                 for process, _ in started.values():
                     _stop(process)
@@ -347,6 +351,8 @@ def _compare_baseline(settings: Settings, delay_s: float, spread_s: float, kind:
           f"({ratio_text(this_median / base_median)}), p99 {_ms(this_p99)} ms vs {_ms(base_p99)} ms "
           f"({ratio_text(this_p99 / base_p99)}), throughput {ratio_text(this_rate / base_rate)} the baseline's; "
           f"one at a time {_ms(one[THIS])} ms vs {_ms(one[BASELINE])} ms")
+    print(f"the serving process's CPU per request (all of its requests in these rounds): {THIS} {_ms(cpu[THIS])} ms, "
+          f"{BASELINE} {_ms(cpu[BASELINE])} ms ({ratio_text(cpu[THIS] / cpu[BASELINE])})")
     for name in started:
         print(target_text(f"{name}: added median <= {TARGET_MEDIAN_MS} ms", medians[name][0] * 1000 <= TARGET_MEDIAN_MS,
                           f"{_ms(medians[name][0])} ms"))
@@ -384,6 +390,12 @@ class Summary:
     relay_throughput: float
     burst_median: float  # added, CONCURRENCY requests sent at once
     burst_last: float
+
+
+def _cpu_s(pid: int) -> float:
+    """The CPU time (user and system) process ``pid`` has used, in seconds (Linux's /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _side_by_side(settings: Settings, delay_s: float, upstream_port: int,

@@ -16,20 +16,9 @@ from admiss.gates.base import Candidate
 from admiss.report.json import chain_dict
 from admiss.serve.calls import PROMPTLESS_GATES, reads_prompt, transcript
 from admiss.serve.conversation import Conversation, conversation_trace
+from agentkit import REFUND_RULES
 
-RUBRIC = """
-PROPERTY refund_issued "The refund was issued by the payments system" {
-  ADMIT procedurally_sound_tool_call
-  FORBID final_answer, reasoning_trace, summary, interpretation, flawed_tool_call
-}
-MAP {
-  WHEN TOOL "issue_refund" OUTCOME ok WHERE result.status == "refunded"
-    AS procedurally_sound_tool_call LABEL "payments system" FOR refund_issued
-  WHEN TOOL OUTCOME failed AS flawed_tool_call
-  WHEN TOOL AS interpretation
-  WHEN FINAL AS final_answer
-  WHEN TEXT AS interpretation
-}
+RUBRIC = REFUND_RULES + """
 CHAIN inline {
   RUNG cheap {
     GATE non_empty

@@ -17,7 +17,10 @@ docs/integrations/otel.md has the details.
 
 from __future__ import annotations
 
+import atexit
+import json
 import os
+import struct
 import sys
 import time
 from typing import Any, Iterable, Mapping
@@ -26,6 +29,7 @@ import attrs
 
 from admiss import __version__
 from admiss.config import TelemetrySettings
+from admiss.integrations import otlp_wire
 
 EVENT = "gen_ai.evaluation.result"
 SIGNALS = ("traces", "logs")
@@ -86,15 +90,17 @@ def _exporter(signal: str, settings: TelemetrySettings | None, environ: Mapping[
     return None
 
 
-def telemetry_for(settings: TelemetrySettings | None, environ: Mapping[str, str] = os.environ) -> "Telemetry | None":
-    """A Telemetry when ``settings`` or ``environ`` turn it on, else None (at no cost)."""
+def telemetry_for(settings: TelemetrySettings | None, environ: Mapping[str, str] = os.environ,
+                  spans: bool = True) -> "Telemetry | None":
+    """A Telemetry when ``settings`` or ``environ`` turn it on, else None (at no cost);
+    ``spans`` False for a process that makes no spans (admiss check)."""
     plan = plan_for(settings, environ)
     if plan is None:
         return None
     for warning in plan.warnings:
         sys.stderr.write(f"admiss: telemetry: {warning}\n")
     try:
-        return Telemetry(plan, environ)
+        return Telemetry(plan, environ, spans)
     except ModuleNotFoundError as missing:
         if not (missing.name or "").startswith("opentelemetry"):
             raise
@@ -105,49 +111,69 @@ def telemetry_for(settings: TelemetrySettings | None, environ: Mapping[str, str]
 
 
 class Telemetry:
-    """The tracer and the event logger of one process, exporting in the background."""
+    """The events and spans of one process. Sent over OTLP, they are encoded here
+    (otlp_wire.py) and handed to an exporter process (``python -m admiss.integrations.otel``)
+    that holds the SDK's configuration (resource, endpoint, headers, compression, retries)
+    and does the HTTP, off this process's core; printed to the console, they go through
+    the SDK as usual. ``spans`` False (admiss check, which makes none) builds no tracer."""
 
-    def __init__(self, plan: Plan, environ: Mapping[str, str] = os.environ):
-        # Imported here, not at the top: telemetry off must not pay opentelemetry's start-up time.
+    def __init__(self, plan: Plan, environ: Mapping[str, str] = os.environ, spans: bool = True):
+        self.plan = plan
+        wire = [signal for signal in SIGNALS if getattr(plan, signal) == "otlp" and (spans or signal == "logs")]
+        # admiss check must lose no event: past the queue it waits for the exporter. The
+        # gateway never waits on telemetry: past the queue it drops, counts and says so.
+        self._channel = _Channel(plan, environ, wire, block=not spans) if wire else None
+        self._providers: list[Any] = []
+        self.tracer = self._events = None
+        if plan.traces and spans:
+            self.tracer = self._tracer(plan, environ)
+        if plan.logs == "otlp":
+            self._events = _WireEvents(self._channel)
+        elif plan.logs:
+            self._events = _SdkEvents(self._sdk_provider("logs", plan, environ))
+
+    def _tracer(self, plan: Plan, environ: Mapping[str, str]) -> Any:
+        provider = self._sdk_provider("traces", plan, environ)
+        return provider.get_tracer("admiss", __version__)
+
+    def _sdk_provider(self, signal: str, plan: Plan, environ: Mapping[str, str]) -> Any:
         from opentelemetry.sdk.resources import Resource
 
-        attributes = {} if environ.get("OTEL_SERVICE_NAME") else {"service.name": plan.service_name}
-        resource = Resource.create({**attributes, "service.version": __version__})
-        self.plan = plan
-        # admiss check makes events faster than one exporter thread sends them, and the
-        # SDK's queue drops what comes past its size: a batch waits for an export (in
-        # report()) before the queue can fill. The gateway never waits; past the queue
-        # it drops, as the SDK does.
-        self._unflushed, self._flush_every = 0, _queue_size(environ) // 2
-        self._tracer_provider = self.tracer = None
-        self._logger_provider = self.logger = None
-        if plan.traces:
-            self._tracer_provider, self.tracer = _pipeline("traces", plan, resource, environ)
-        if plan.logs:
-            self._logger_provider, self.logger = _pipeline("logs", plan, resource, environ)
+        if signal == "traces":
+            from opentelemetry.sdk.trace import TracerProvider
+
+            provider = TracerProvider(resource=Resource.create(resource_attributes(plan, environ)))
+            if plan.traces == "otlp":
+                provider.add_span_processor(_wire_span_processor(self._channel))
+            else:
+                from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
+
+                provider.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter(out=sys.stderr)))
+        else:
+            from opentelemetry.sdk._logs import LoggerProvider
+            from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, ConsoleLogRecordExporter
+
+            provider = LoggerProvider(resource=Resource.create(resource_attributes(plan, environ)))
+            # stdout holds the reports
+            provider.add_log_record_processor(BatchLogRecordProcessor(ConsoleLogRecordExporter(out=sys.stderr)))
+        self._providers.append(provider)
+        return provider
 
     # ------------------------------------------------------------ admiss check
 
     def report(self, report: Any) -> None:
         """The events of one check report: each property's verdict, each gate's decision."""
-        if self.logger is None:
+        if self._events is None:
             return
         common = {"admiss.rubric": report.rubric.name, "admiss.bundle": report.bundle_name or ""}
+        emit = self._events.emit
         for result in report.properties:
-            self._event(property_attributes(result, common), _evidence_context(result.admitted or
-                                                                            [item for item, _ in result.excluded]))
-        self._unflushed += len(report.properties)
+            emit(property_attributes(result, common),
+                 _evidence_span(result.admitted or [item for item, _ in result.excluded]))
         if report.chain is not None:
-            context = _evidence_context(reversed(report.evidence))
+            parent = _evidence_span(reversed(report.evidence))
             for attributes in gate_attributes(report.chain, _policies(report.rubric.ir, report.chain.name), common):
-                self._event(attributes, context)
-                self._unflushed += 1
-        if self._unflushed >= self._flush_every:
-            self._unflushed = 0
-            self._logger_provider.force_flush()
-
-    def _event(self, attributes: dict[str, Any], context: Any = None) -> None:
-        self.logger.emit(event_name=EVENT, attributes=attributes, context=context, timestamp=time.time_ns())
+                emit(attributes, parent)
 
     # ------------------------------------------------------------ admiss serve
 
@@ -160,16 +186,17 @@ class Telemetry:
 
         ended_ns = time.time_ns()
         receipt = served.receipt
-        carrier = {"traceparent": traceparent or "", "tracestate": tracestate or ""}
-        parent = TraceContextTextMapPropagator().extract(carrier) if traceparent else None
         common = {"admiss.receipt.id": receipt["id"]}
         policies = {r.name: [g.ir.on_abstain for g in r.gates] for r in chain.rungs}
         events = gate_attributes_by_rung(receipt["chain"], policies, common, served.rung, receipt["request_id"])
         tracer = self.tracer
         if tracer is None:  # events only: no span to parent them to
-            for attributes in (a for rung in events.values() for a in rung):
-                self._event(attributes)
+            if self._events is not None:
+                for attributes in (a for rung in events.values() for a in rung):
+                    self._events.emit(attributes)
             return
+        carrier = {"traceparent": traceparent or "", "tracestate": tracestate or ""}
+        parent = TraceContextTextMapPropagator().extract(carrier) if traceparent else None
         request = tracer.start_span("POST /v1/chat/completions", context=parent, kind=SpanKind.SERVER,
                                     start_time=started_ns, attributes=request_attributes(served))
         inside = set_span_in_context(request)
@@ -189,10 +216,11 @@ class Telemetry:
                 call_span = tracer.start_span(call.name, context=rung_context, kind=SpanKind.CLIENT,
                                               start_time=call.start_ns, attributes=call.attributes)
                 call_span.end(call.start_ns + call.length_ns)
+            context = span.get_span_context()
             for attributes in events.get(name, ()):
                 span.add_event(EVENT, attributes, timestamp=at + length)
-                if self.logger is not None:
-                    self._event(attributes, rung_context)
+                if self._events is not None:
+                    self._events.emit(attributes, (context.trace_id, context.span_id, context.trace_flags))
             span.end(at + length)
             at += length
         request.end(max(ended_ns, at))
@@ -200,43 +228,190 @@ class Telemetry:
     # ------------------------------------------------------------ both
 
     def flush(self) -> None:
-        for provider in (self._tracer_provider, self._logger_provider):
-            if provider is not None:
-                provider.force_flush()
+        for provider in self._providers:
+            provider.force_flush()
+        if self._channel is not None:
+            self._channel.flush()
 
     def close(self) -> None:
         """Export what is queued and stop the exporters."""
-        for provider in (self._tracer_provider, self._logger_provider):
-            if provider is not None:
-                provider.shutdown()
+        for provider in self._providers:
+            provider.shutdown()
+        if self._channel is not None:
+            self._channel.close()
+
+
+def resource_attributes(plan: Plan, environ: Mapping[str, str]) -> dict[str, Any]:
+    """What admiss adds to the resource the SDK builds from OTEL_SERVICE_NAME and
+    OTEL_RESOURCE_ATTRIBUTES."""
+    attributes = {} if environ.get("OTEL_SERVICE_NAME") else {"service.name": plan.service_name}
+    return {**attributes, "service.version": __version__}
+
+
+class _SdkEvents:
+    """Events through the SDK's logger (the console exporter)."""
+
+    def __init__(self, provider: Any):
+        self.logger = provider.get_logger("admiss", __version__)
+
+    def emit(self, attributes: dict[str, Any], parent: tuple[int, int, int] | None = None) -> None:
+        context = None
+        if parent is not None:
+            from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
+
+            trace_id, span_id, flags = parent
+            span_context = SpanContext(trace_id, span_id, is_remote=True, trace_flags=TraceFlags(flags))
+            context = set_span_in_context(NonRecordingSpan(span_context))
+        self.logger.emit(event_name=EVENT, attributes=attributes, context=context, timestamp=time.time_ns())
+
+
+_EVENT_NAME = otlp_wire.field(12, EVENT.encode())
+
+
+class _WireEvents:
+    """Events encoded here, as the SDK's OTLP encoder would write them, for the exporter process."""
+
+    def __init__(self, channel: "_Channel"):
+        self.put = channel.put
+
+    def emit(self, attributes: dict[str, Any], parent: tuple[int, int, int] | None = None) -> None:
+        trace_id, span_id, flags = parent or (0, 0, 0)
+        self.put(b"L", otlp_wire.log_record(time.time_ns(), _EVENT_NAME, attributes, trace_id, span_id, flags))
+
+
+def _wire_span_processor(channel: "_Channel") -> Any:
+    """A span processor that encodes each ended, sampled span for the exporter process (in
+    place of the SDK's batch processor and OTLP exporter)."""
+    from opentelemetry.sdk.trace import SpanProcessor
+
+    kinds = {0: 1, 1: 2, 2: 3, 3: 4, 4: 5}  # SpanKind's values to OTLP's (it counts from unspecified)
+
+    class WireSpans(SpanProcessor):
+        def on_end(self, span: Any) -> None:
+            context = span.get_span_context()
+            if not context.trace_flags.sampled:
+                return
+            parent = span.parent
+            events = [otlp_wire.span_event(e.name, e.timestamp, e.attributes) for e in span.events]
+            state = ",".join(f"{key}={value}" for key, value in context.trace_state.items())
+            channel.put(b"T", otlp_wire.span(
+                context.trace_id, context.span_id, parent.span_id if parent else 0, bool(parent and parent.is_remote),
+                span.name, kinds[span.kind.value], span.start_time, span.end_time, span.attributes, events, state,
+                span.status.status_code.value, span.status.description or ""))
+
+    return WireSpans()
+
+
+class _Channel:
+    """Encoded records on their way to the exporter process: a bounded queue that a writer
+    thread empties into the process's stdin (a pipe write lets go of the GIL), framed as
+    kind (b"L" log record, b"T" span), length, record. Past ``OTEL_BLRP_MAX_QUEUE_SIZE``
+    (2048) records queued, ``put`` waits (``block``) or drops, counts and says so on stderr."""
+
+    def __init__(self, plan: Plan, environ: Mapping[str, str], signals: list[str], block: bool):
+        import importlib.util
+        import subprocess
+        import threading
+
+        # Said here, not by the exporter process: the extra missing is the run's own message.
+        for needed in ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http"):
+            if importlib.util.find_spec(needed) is None:
+                raise ModuleNotFoundError(f"No module named {needed!r}", name=needed)
+        endpoints = {signal: _endpoint(signal, plan, environ) or "" for signal in signals}
+        command = [sys.executable, "-m", "admiss.integrations.otel", json.dumps(
+            {"endpoints": endpoints, "resource": resource_attributes(plan, environ)})]
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, env=dict(environ))
+        self.limit = _queue_size(environ)
+        self.block, self.dropped, self.closed, self.writing = block, 0, False, False
+        self.queue: list[bytes] = []
+        self.ready = threading.Condition()
+        self.writer = threading.Thread(target=self._write, name="admiss-telemetry", daemon=True)
+        self.writer.start()
+        # A process that ends without closing its telemetry still sends what it queued.
+        atexit.register(self.close)
+
+    def put(self, kind: bytes, record: bytes) -> None:
+        frame = kind + _LENGTH(len(record)) + record
+        with self.ready:
+            if len(self.queue) >= self.limit:
+                if not self.block:
+                    self._drop(1)
+                    return
+                self.ready.notify_all()
+                while len(self.queue) >= self.limit and not self.closed:
+                    self.ready.wait()
+            self.queue.append(frame)
+            if len(self.queue) == _WRITE_EVERY:
+                self.ready.notify_all()
+
+    def flush(self) -> None:
+        """Wait until what is queued is in the exporter process, which sends it even if
+        this process is ended next (a --jobs worker)."""
+        with self.ready:
+            self.ready.notify_all()
+            while (self.queue or self.writing) and self.writer.is_alive():
+                self.ready.wait(_WRITE_AFTER_S)
+
+    def _drop(self, count: int) -> None:
+        if not self.dropped:
+            sys.stderr.write("admiss: telemetry: the exporter falls behind: events and spans past the queue "
+                             f"of {self.limit} (OTEL_BLRP_MAX_QUEUE_SIZE) are dropped and counted\n")
+        self.dropped += count
+
+    def _write(self) -> None:
+        pipe = self.process.stdin
+        while True:
+            with self.ready:
+                if len(self.queue) < _WRITE_EVERY and not self.closed:
+                    self.ready.wait(_WRITE_AFTER_S)
+                frames, self.queue = self.queue, []
+                closed, self.writing = self.closed, bool(frames)
+                self.ready.notify_all()
+            if frames and pipe is not None:
+                try:
+                    pipe.write(b"".join(frames))
+                    pipe.flush()
+                except (BrokenPipeError, OSError):
+                    with self.ready:
+                        self._drop(len(frames))
+                    pipe = None  # the exporter process is gone: what follows is dropped
+            elif frames:
+                with self.ready:
+                    self._drop(len(frames))
+            if frames:
+                with self.ready:
+                    self.writing = False
+                    self.ready.notify_all()
+            if closed and not frames:
+                return
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        with self.ready:
+            self.closed = True
+            self.ready.notify_all()
+        self.writer.join()
+        try:
+            self.process.stdin.close()
+        except OSError:
+            pass
+        # The exporter sends what it holds on end of input (each export bounded by
+        # OTEL_EXPORTER_OTLP_TIMEOUT and its retries), then exits.
+        self.process.wait()
+        if self.dropped:
+            sys.stderr.write(f"admiss: telemetry: {self.dropped} events and spans were dropped in all\n")
+
+
+_LENGTH = struct.Struct("<I").pack
+# The writer sends what is queued when this many records are, or this long after the first.
+_WRITE_EVERY, _WRITE_AFTER_S = 256, 0.05
 
 
 def _queue_size(environ: Mapping[str, str]) -> int:
-    """The log record processor's queue size, as the SDK reads it (2048 by default)."""
+    """The queue's size in records, as the SDK's processor reads it (2048 by default)."""
     value = environ.get("OTEL_BLRP_MAX_QUEUE_SIZE", "")
     return int(value) if value.isdigit() and int(value) >= 2 else 2048
-
-
-def _pipeline(signal: str, plan: Plan, resource: Any, environ: Mapping[str, str]) -> tuple[Any, Any]:
-    """(provider, tracer or logger) of one signal, exporting through a batch processor."""
-    if signal == "traces":
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as Otlp
-        from opentelemetry.sdk.trace import TracerProvider as Provider
-        from opentelemetry.sdk.trace.export import BatchSpanProcessor as Batch, ConsoleSpanExporter as Console
-    else:
-        from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter as Otlp
-        from opentelemetry.sdk._logs import LoggerProvider as Provider
-        from opentelemetry.sdk._logs.export import BatchLogRecordProcessor as Batch, ConsoleLogRecordExporter as Console
-    provider = Provider(resource=resource)
-    if getattr(plan, signal) == "console":
-        exporter = Console(out=sys.stderr)  # stdout holds the reports
-    else:
-        exporter = Otlp(endpoint=_endpoint(signal, plan, environ))
-    if signal == "traces":
-        provider.add_span_processor(Batch(exporter))
-        return provider, provider.get_tracer("admiss", __version__)
-    provider.add_log_record_processor(Batch(exporter))
-    return provider, provider.get_logger("admiss", __version__)
 
 
 def _endpoint(signal: str, plan: Plan, environ: Mapping[str, str]) -> str | None:
@@ -388,9 +563,10 @@ def _call_attributes(entry: Mapping[str, Any]) -> dict[str, Any]:
 # ---------------------------------------------------------------- the span evaluated
 
 
-def _evidence_context(items: Iterable[Mapping[str, Any]]) -> Any:
-    """The context of the first item that came from an OTel trace's span (its step names
-    the span and trace ids), so the event is parented to the span it evaluates; else None."""
+def _evidence_span(items: Iterable[Mapping[str, Any]]) -> tuple[int, int, int] | None:
+    """(trace id, span id, sampled flag) of the first item that came from an OTel trace's
+    span (its step names the span and trace ids), so the event is parented to the span it
+    evaluates; else None."""
     for item in items:
         # type() is dict, not isinstance(..., Mapping): an abstract class's check cost 19 µs
         # an event here, most of it spent on bundles whose items have no step at all.
@@ -399,10 +575,7 @@ def _evidence_context(items: Iterable[Mapping[str, Any]]) -> Any:
             continue
         span_id, trace_id = _hex_id(step.get("span_id"), 16), _hex_id(step.get("trace_id"), 32)
         if span_id and trace_id:
-            from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
-
-            span = NonRecordingSpan(SpanContext(trace_id, span_id, is_remote=True, trace_flags=TraceFlags.SAMPLED))
-            return set_span_in_context(span)
+            return trace_id, span_id, 1
     return None
 
 
@@ -412,3 +585,93 @@ def _hex_id(value: Any, digits: int) -> int:
     if type(value) is not str or len(value) != digits or not _HEX.issuperset(value):
         return 0
     return int(value, 16)
+
+
+# ---------------------------------------------------------------- the exporter process
+
+# Per signal: the SDK's exporter, the batch processor's variables and their defaults (ms, records).
+_BATCHING = {"logs": ("OTEL_BLRP_", 1000, 512), "traces": ("OTEL_BSP_", 5000, 512)}
+_KINDS = {"logs": b"L", "traces": b"T"}
+
+
+class _Batches:
+    """One signal's records in the exporter process, sent in an export request when
+    ``MAX_EXPORT_BATCH_SIZE`` are held or ``SCHEDULE_DELAY`` after the first, as the SDK's
+    batch processors send."""
+
+    def __init__(self, signal: str, endpoint: str | None, resource: bytes, environ: Mapping[str, str]):
+        if signal == "logs":
+            from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter as Otlp
+        else:
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as Otlp
+        self.exporter = Otlp(endpoint=endpoint)
+        # The exporter's HTTP client: the step of its export() after encoding, which has
+        # no public name. Through it go its endpoint, headers, compression, TLS, timeout
+        # and retries, read from OTEL_* as the SDK reads them.
+        self.send_bytes = self.exporter._client.export
+        prefix, delay_ms, size = _BATCHING[signal]
+        self.delay_s = _positive(environ, prefix + "SCHEDULE_DELAY", delay_ms) / 1000
+        self.size = _positive(environ, prefix + "MAX_EXPORT_BATCH_SIZE", size)
+        self.head = (resource, otlp_wire.scope_message("admiss", __version__))
+        self.records: list[bytes] = []
+        self.due: float | None = None
+
+    def add(self, record: bytes) -> None:
+        if not self.records:
+            self.due = time.monotonic() + self.delay_s
+        self.records.append(record)
+        if len(self.records) >= self.size:
+            self.send()
+
+    def send(self) -> None:
+        if self.records:
+            self.send_bytes(otlp_wire.export_request(*self.head, self.records))
+        self.records, self.due = [], None
+
+
+def _positive(environ: Mapping[str, str], name: str, default: int) -> int:
+    value = environ.get(name, "").strip()
+    return int(value) if value.isdigit() and int(value) > 0 else default
+
+
+def export_main(setup: Mapping[str, Any], environ: Mapping[str, str] = os.environ) -> None:
+    """The exporter process: framed records from stdin (see _Channel) to their endpoints,
+    until end of input, when it sends what it holds."""
+    import select
+
+    from opentelemetry.sdk.resources import Resource
+
+    resource = otlp_wire.resource_message(Resource.create(setup["resource"]).attributes)
+    batches = {_KINDS[signal]: _Batches(signal, endpoint or None, resource, environ)
+               for signal, endpoint in setup["endpoints"].items()}
+    stdin, pending = sys.stdin.buffer.fileno(), bytearray()
+    while True:
+        due = [b.due for b in batches.values() if b.due is not None]
+        wait = max(0.0, min(due) - time.monotonic()) if due else None
+        if select.select([stdin], [], [], wait)[0]:
+            chunk = os.read(stdin, 1 << 20)
+            if not chunk:
+                break
+            pending += chunk
+            used = 0
+            while len(pending) - used >= 5:
+                end = used + 5 + _FRAME_LENGTH(pending, used + 1)[0]
+                if end > len(pending):
+                    break
+                batches[bytes(pending[used:used + 1])].add(bytes(pending[used + 5:end]))
+                used = end
+            del pending[:used]
+        now = time.monotonic()
+        for held in batches.values():
+            if held.due is not None and held.due <= now:
+                held.send()
+    for held in batches.values():
+        held.send()
+        held.exporter.shutdown()
+
+
+_FRAME_LENGTH = struct.Struct("<I").unpack_from
+
+
+if __name__ == "__main__":
+    export_main(json.loads(sys.argv[1]))

@@ -18,18 +18,21 @@ docs/integrations/otel.md has the details.
 from __future__ import annotations
 
 import atexit
+import collections
 import json
 import os
 import struct
 import sys
 import time
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import attrs
 
 from admiss import __version__
-from admiss.config import TelemetrySettings
 from admiss.integrations import otlp_wire
+
+if TYPE_CHECKING:  # the exporter process starts without the config reader
+    from admiss.config import TelemetrySettings
 
 EVENT = "gen_ai.evaluation.result"
 SIGNALS = ("traces", "logs")
@@ -40,8 +43,6 @@ _ENDPOINT_VARIABLES = {
     "logs": ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"),
 }
 _SIGNAL_PATHS = {"traces": "/v1/traces", "logs": "/v1/logs"}
-_EXCLUSION_KEYS = {"forbidden": "admiss.excluded.forbidden", "inadmissible": "admiss.excluded.inadmissible",
-                   "shortcut-rejected": "admiss.excluded.shortcut_rejected"}
 _HEX = frozenset("0123456789abcdefABCDEF")
 
 
@@ -165,15 +166,18 @@ class Telemetry:
         """The events of one check report: each property's verdict, each gate's decision."""
         if self._events is None:
             return
-        common = {"admiss.rubric": report.rubric.name, "admiss.bundle": report.bundle_name or ""}
-        emit = self._events.emit
+        events = self._events
+        # The attributes every event of the report has are encoded once for all of them.
+        common = events.prepare({"admiss.rubric": report.rubric.name, "admiss.bundle": report.bundle_name or ""})
+        # Most bundles come from no OTel trace: one look at their evidence spares one per property.
+        traced = _evidence_span(report.evidence) is not None
         for result in report.properties:
-            emit(property_attributes(result, common),
-                 _evidence_span(result.admitted or [item for item, _ in result.excluded]))
+            parent = _evidence_span(result.admitted or [item for item, _ in result.excluded]) if traced else None
+            events.emit_property(property_fields(result), common, parent)
         if report.chain is not None:
-            parent = _evidence_span(reversed(report.evidence))
-            for attributes in gate_attributes(report.chain, _policies(report.rubric.ir, report.chain.name), common):
-                emit(attributes, parent)
+            parent = _evidence_span(reversed(report.evidence)) if traced else None
+            for attributes in gate_attributes(report.chain, _policies(report.rubric.ir, report.chain.name)):
+                events.emit(attributes, common, parent)
 
     # ------------------------------------------------------------ admiss serve
 
@@ -187,13 +191,14 @@ class Telemetry:
         ended_ns = time.time_ns()
         receipt = served.receipt
         common = {"admiss.receipt.id": receipt["id"]}
+        prepared = self._events.prepare(common) if self._events is not None else None
         policies = {r.name: [g.ir.on_abstain for g in r.gates] for r in chain.rungs}
-        events = gate_attributes_by_rung(receipt["chain"], policies, common, served.rung, receipt["request_id"])
+        events = gate_attributes_by_rung(receipt["chain"], policies, served.rung, receipt["request_id"])
         tracer = self.tracer
         if tracer is None:  # events only: no span to parent them to
             if self._events is not None:
                 for attributes in (a for rung in events.values() for a in rung):
-                    self._events.emit(attributes)
+                    self._events.emit(attributes, prepared)
             return
         carrier = {"traceparent": traceparent or "", "tracestate": tracestate or ""}
         parent = TraceContextTextMapPropagator().extract(carrier) if traceparent else None
@@ -218,9 +223,9 @@ class Telemetry:
                 call_span.end(call.start_ns + call.length_ns)
             context = span.get_span_context()
             for attributes in events.get(name, ()):
-                span.add_event(EVENT, attributes, timestamp=at + length)
+                span.add_event(EVENT, {**attributes, **common}, timestamp=at + length)
                 if self._events is not None:
-                    self._events.emit(attributes, (context.trace_id, context.span_id, context.trace_flags))
+                    self._events.emit(attributes, prepared, (context.trace_id, context.span_id, context.trace_flags))
             span.end(at + length)
             at += length
         request.end(max(ended_ns, at))
@@ -254,7 +259,15 @@ class _SdkEvents:
     def __init__(self, provider: Any):
         self.logger = provider.get_logger("admiss", __version__)
 
-    def emit(self, attributes: dict[str, Any], parent: tuple[int, int, int] | None = None) -> None:
+    def prepare(self, common: dict[str, Any]) -> dict[str, Any]:
+        return common
+
+    def emit_property(self, fields: tuple, common: dict[str, Any], parent: tuple[int, int, int] | None) -> None:
+        self.emit(property_attributes(fields), common, parent)
+
+    def emit(self, attributes: dict[str, Any], common: dict[str, Any],
+             parent: tuple[int, int, int] | None = None) -> None:
+        attributes = {**attributes, **common}
         context = None
         if parent is not None:
             from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
@@ -266,6 +279,7 @@ class _SdkEvents:
 
 
 _EVENT_NAME = otlp_wire.field(12, EVENT.encode())
+_KEPT_PROPERTIES = 4096
 
 
 class _WireEvents:
@@ -273,10 +287,29 @@ class _WireEvents:
 
     def __init__(self, channel: "_Channel"):
         self.put = channel.put
+        # property_fields → their attributes encoded: building the attributes and encoding
+        # them cost some 10 µs an event, more than the 3 µs that is 5 % of checking one.
+        self.properties: dict[tuple, bytes] = {}
 
-    def emit(self, attributes: dict[str, Any], parent: tuple[int, int, int] | None = None) -> None:
+    def prepare(self, common: dict[str, Any]) -> bytes:
+        # A rubric's name comes again and again (kept); a bundle's or receipt's, never.
+        return b"".join([otlp_wire.LOG_ATTRIBUTES.encode({key: value}) if key == "admiss.rubric"
+                         else otlp_wire.LOG_ATTRIBUTES.encode_once({key: value}) for key, value in common.items()])
+
+    def emit_property(self, fields: tuple, common: bytes, parent: tuple[int, int, int] | None) -> None:
+        encoded = self.properties.get(fields)
+        if encoded is None:
+            if len(self.properties) >= _KEPT_PROPERTIES:
+                self.properties.clear()
+            encoded = self.properties[fields] = otlp_wire.LOG_ATTRIBUTES.encode_once(property_attributes(fields))
+        if parent is None:
+            self.put(b"L", otlp_wire.log_record(time.time_ns(), _EVENT_NAME, {}, more=encoded + common))
+        else:
+            self.put(b"L", otlp_wire.log_record(time.time_ns(), _EVENT_NAME, {}, *parent, encoded + common))
+
+    def emit(self, attributes: dict[str, Any], common: bytes, parent: tuple[int, int, int] | None = None) -> None:
         trace_id, span_id, flags = parent or (0, 0, 0)
-        self.put(b"L", otlp_wire.log_record(time.time_ns(), _EVENT_NAME, attributes, trace_id, span_id, flags))
+        self.put(b"L", otlp_wire.log_record(time.time_ns(), _EVENT_NAME, attributes, trace_id, span_id, flags, common))
 
 
 def _wire_span_processor(channel: "_Channel") -> Any:
@@ -323,7 +356,7 @@ class _Channel:
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, env=dict(environ))
         self.limit = _queue_size(environ)
         self.block, self.dropped, self.closed, self.writing = block, 0, False, False
-        self.queue: list[bytes] = []
+        self.queue: collections.deque[bytes] = collections.deque()
         self.ready = threading.Condition()
         self.writer = threading.Thread(target=self._write, name="admiss-telemetry", daemon=True)
         self.writer.start()
@@ -331,17 +364,20 @@ class _Channel:
         atexit.register(self.close)
 
     def put(self, kind: bytes, record: bytes) -> None:
-        frame = kind + _LENGTH(len(record)) + record
-        with self.ready:
-            if len(self.queue) >= self.limit:
+        queue = self.queue
+        # A deque's append and len need no lock: the lock is taken only to wake the
+        # writer or to wait for room (a lock per record cost more than encoding it).
+        if len(queue) >= self.limit:
+            with self.ready:
                 if not self.block:
                     self._drop(1)
                     return
                 self.ready.notify_all()
-                while len(self.queue) >= self.limit and not self.closed:
+                while len(queue) >= self.limit and not self.closed:
                     self.ready.wait()
-            self.queue.append(frame)
-            if len(self.queue) == _WRITE_EVERY:
+        queue.append(kind + _LENGTH(len(record)) + record)
+        if len(queue) == _WRITE_EVERY:
+            with self.ready:
                 self.ready.notify_all()
 
     def flush(self) -> None:
@@ -359,12 +395,12 @@ class _Channel:
         self.dropped += count
 
     def _write(self) -> None:
-        pipe = self.process.stdin
+        pipe, queue = self.process.stdin, self.queue
         while True:
             with self.ready:
-                if len(self.queue) < _WRITE_EVERY and not self.closed:
+                if len(queue) < _WRITE_EVERY and not self.closed:
                     self.ready.wait(_WRITE_AFTER_S)
-                frames, self.queue = self.queue, []
+                frames = [queue.popleft() for _ in range(len(queue))]
                 closed, self.writing = self.closed, bool(frames)
                 self.ready.notify_all()
             if frames and pipe is not None:
@@ -425,37 +461,55 @@ def _endpoint(signal: str, plan: Plan, environ: Mapping[str, str]) -> str | None
 # ---------------------------------------------------------------- attributes
 
 
-def property_attributes(result: Any, common: Mapping[str, Any]) -> dict[str, Any]:
-    """The event of one property's verdict."""
-    counts = dict.fromkeys(_EXCLUSION_KEYS.values(), 0)
+def property_fields(result: Any) -> tuple:
+    """What a property's event says, as a tuple: (name, verdict, rationale, admitted,
+    forbidden, inadmissible, shortcut-rejected, default verdict). Many results of a batch
+    say the same, so the tuple keys their encoded event (_WireEvents.emit_property)."""
+    forbidden = inadmissible = shortcut = 0
     for _, exclusion in result.excluded:
-        counts[_EXCLUSION_KEYS[exclusion.reason]] += 1
+        reason = exclusion.reason
+        if reason == "forbidden":
+            forbidden += 1
+        elif reason == "inadmissible":
+            inadmissible += 1
+        else:
+            shortcut += 1
+    return (result.prop.name, result.verdict, result.rationale, len(result.admitted), forbidden, inadmissible,
+            shortcut, result.prop.default)
+
+
+def property_attributes(fields: tuple) -> dict[str, Any]:
+    """The event of one property's verdict (less what all of its report's events have),
+    from its property_fields."""
+    name, verdict, rationale, admitted, forbidden, inadmissible, shortcut, default = fields
     return {
-        "gen_ai.evaluation.name": result.prop.name,
-        "gen_ai.evaluation.score.value": 1.0 if result.verdict == "yes" else 0.0,
-        "gen_ai.evaluation.score.label": result.verdict,
-        "gen_ai.evaluation.explanation": result.rationale,
+        "gen_ai.evaluation.name": name,
+        "gen_ai.evaluation.score.value": 1.0 if verdict == "yes" else 0.0,
+        "gen_ai.evaluation.score.label": verdict,
+        "gen_ai.evaluation.explanation": rationale,
         "admiss.evaluation.kind": "property",
-        "admiss.evidence.admitted": len(result.admitted),
-        **counts,
-        "admiss.default_verdict": result.prop.default,
-        **common,
+        "admiss.evidence.admitted": admitted,
+        "admiss.excluded.forbidden": forbidden,
+        "admiss.excluded.inadmissible": inadmissible,
+        "admiss.excluded.shortcut_rejected": shortcut,
+        "admiss.default_verdict": default,
     }
 
 
-def gate_attributes(chain: Any, policies: Mapping[str, list[str]], common: Mapping[str, Any]) -> list[dict[str, Any]]:
+def gate_attributes(chain: Any, policies: Mapping[str, list[str]]) -> list[dict[str, Any]]:
     """The events of a checked chain's gate decisions, rung by rung."""
     records = [{"rung": r.rung, "model": r.model, "gates": [attrs.asdict(g, recurse=False) for g in r.gates]}
                for r in chain.rungs]
-    by_rung = gate_attributes_by_rung({"name": chain.name, "rungs": records}, policies, common)
+    by_rung = gate_attributes_by_rung({"name": chain.name, "rungs": records}, policies)
     return [attributes for rung in by_rung.values() for attributes in rung]
 
 
-def gate_attributes_by_rung(chain: Mapping[str, Any], policies: Mapping[str, list[str]], common: Mapping[str, Any],
+def gate_attributes_by_rung(chain: Mapping[str, Any], policies: Mapping[str, list[str]],
                             served_rung: str | None = None, response_id: str | None = None
                             ) -> dict[str, list[dict[str, Any]]]:
     """Rung name → the events of its gates' decisions, from a chain as the JSON report and
-    the receipt write it (``gate``, ``verdict``, ``effective``, ``score``, ``reason``, ...).
+    the receipt write it (``gate``, ``verdict``, ``effective``, ``score``, ``reason``, ...),
+    less what all of a report's or request's events have.
     The served rung's events name the response the client got (``response_id``)."""
     out: dict[str, list[dict[str, Any]]] = {}
     for rung in chain["rungs"]:
@@ -475,7 +529,6 @@ def gate_attributes_by_rung(chain: Mapping[str, Any], policies: Mapping[str, lis
                 "admiss.gate.disabled": bool(gate["disabled"]),
                 "admiss.gate.cost_usd": float(gate["gate_cost_usd"]),
                 "admiss.gate.duration_ms": float(gate["duration_ms"]),
-                **common,
             }
             if gate["score"] is not None:
                 attributes["gen_ai.evaluation.score.value"] = float(gate["score"])
@@ -637,21 +690,28 @@ def _positive(environ: Mapping[str, str], name: str, default: int) -> int:
 def export_main(setup: Mapping[str, Any], environ: Mapping[str, str] = os.environ) -> None:
     """The exporter process: framed records from stdin (see _Channel) to their endpoints,
     until end of input, when it sends what it holds."""
-    import select
+    import queue
+    import threading
 
+    # Read from the start, while the SDK is imported (0.25 s of CPU): a pipe left unread
+    # fills in a few ms, and admiss check would wait on it.
+    chunks: queue.SimpleQueue = queue.SimpleQueue()
+    threading.Thread(target=_read_into, args=(sys.stdin.buffer.fileno(), chunks), daemon=True).start()
     from opentelemetry.sdk.resources import Resource
 
     resource = otlp_wire.resource_message(Resource.create(setup["resource"]).attributes)
     batches = {_KINDS[signal]: _Batches(signal, endpoint or None, resource, environ)
                for signal, endpoint in setup["endpoints"].items()}
-    stdin, pending = sys.stdin.buffer.fileno(), bytearray()
+    pending = bytearray()
     while True:
         due = [b.due for b in batches.values() if b.due is not None]
-        wait = max(0.0, min(due) - time.monotonic()) if due else None
-        if select.select([stdin], [], [], wait)[0]:
-            chunk = os.read(stdin, 1 << 20)
-            if not chunk:
-                break
+        try:
+            chunk = chunks.get(timeout=max(0.0, min(due) - time.monotonic()) if due else None)
+        except queue.Empty:
+            chunk = b"-"  # only time has passed
+        if not chunk:
+            break
+        if chunk != b"-":
             pending += chunk
             used = 0
             while len(pending) - used >= 5:
@@ -668,6 +728,14 @@ def export_main(setup: Mapping[str, Any], environ: Mapping[str, str] = os.enviro
     for held in batches.values():
         held.send()
         held.exporter.shutdown()
+
+
+def _read_into(fd: int, chunks: Any) -> None:
+    while True:
+        chunk = os.read(fd, 1 << 20)
+        chunks.put(chunk)
+        if not chunk:
+            return
 
 
 _FRAME_LENGTH = struct.Struct("<I").unpack_from

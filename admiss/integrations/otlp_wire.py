@@ -30,12 +30,15 @@ _FIXED32 = struct.Struct("<I").pack
 _CACHE_LIMIT = 8192
 
 
+_ONE_BYTE = [bytes((number,)) for number in range(0x80)]
+
+
 def varint(number: int) -> bytes:
     """A protobuf varint; a negative number as its 64-bit two's complement (int64)."""
+    if 0 <= number < 0x80:
+        return _ONE_BYTE[number]
     if number < 0:
         number += 1 << 64
-    if number < 0x80:
-        return bytes((number,))
     out = bytearray()
     while number >= 0x80:
         out.append((number & 0x7F) | 0x80)
@@ -46,7 +49,11 @@ def varint(number: int) -> bytes:
 
 def field(number: int, payload: bytes) -> bytes:
     """A length-delimited field (a string, bytes or an embedded message)."""
-    return varint(number << 3 | 2) + varint(len(payload)) + payload
+    size = len(payload)
+    return _TAGS[number] + (_ONE_BYTE[size] if size < 0x80 else varint(size)) + payload
+
+
+_TAGS = [varint(number << 3 | 2) for number in range(16)]
 
 
 def any_value(value: Any) -> bytes:
@@ -80,49 +87,60 @@ def key_value(key: str, value: Any) -> bytes:
 
 class Attributes:
     """Encodes attribute maps as repeated KeyValue fields of one field number, keeping each
-    (key, type, value)'s bytes for the next record."""
+    (key, value, type)'s bytes for the next record (the type too: 1, 1.0 and True are equal
+    keys of a dict, and encode differently)."""
 
     def __init__(self, number: int):
         self.number = number
-        self.kept: dict[tuple[str, type, Any], bytes] = {}
+        self.kept: dict[tuple[str, Any, type], bytes] = {}
 
     def encode(self, attributes: Mapping[str, Any]) -> bytes:
         kept = self.kept
+        try:
+            return b"".join([kept[key, value, type(value)] for key, value in attributes.items()])
+        except (KeyError, TypeError):  # a value not seen yet, or not hashable
+            return self._encode_keeping(attributes)
+
+    def _encode_keeping(self, attributes: Mapping[str, Any]) -> bytes:
+        kept = self.kept
+        if len(kept) >= _CACHE_LIMIT:
+            kept.clear()
         parts = []
         for key, value in attributes.items():
+            encoded = self.encode_one(key, value)
             kind = type(value)
-            if kind is list or kind is dict or kind is tuple:  # not hashable, or not worth it
-                parts.append(field(self.number, key_value(key, value)))
-                continue
-            known = kept.get((key, kind, value))
-            if known is None:
-                if value is None:
-                    continue  # the SDK drops an attribute without a value
-                try:
-                    encoded = field(self.number, key_value(key, value))
-                except (TypeError, ValueError):
-                    continue  # as the SDK's encoder does, the record goes without it
-                if len(kept) >= _CACHE_LIMIT:
-                    kept.clear()
-                known = kept[(key, kind, value)] = encoded
-            parts.append(known)
+            if kind is not list and kind is not dict and kind is not tuple:
+                kept[key, value, kind] = encoded
+            parts.append(encoded)
         return b"".join(parts)
 
+    def encode_once(self, attributes: Mapping[str, Any]) -> bytes:
+        """For values that will not come again (a bundle's name, a receipt's id): not kept."""
+        return b"".join([self.encode_one(key, value) for key, value in attributes.items()])
 
-_LOG_ATTRIBUTES = Attributes(6)
-_SPAN_ATTRIBUTES = Attributes(9)
-_EVENT_ATTRIBUTES = Attributes(3)
+    def encode_one(self, key: str, value: Any) -> bytes:
+        if value is None:
+            return b""  # the SDK drops an attribute without a value
+        try:
+            return field(self.number, key_value(key, value))
+        except (TypeError, ValueError):
+            return b""  # as the SDK's encoder does, the record goes without it
+
+
+LOG_ATTRIBUTES = Attributes(6)
+SPAN_ATTRIBUTES = Attributes(9)
+EVENT_ATTRIBUTES = Attributes(3)
 # The SDK's encoder always sets a log record's body, to an empty AnyValue when it has none.
 _EMPTY_BODY = field(5, b"")
 
 
 def log_record(time_ns: int, event_name: bytes, attributes: Mapping[str, Any], trace_id: int = 0, span_id: int = 0,
-               flags: int = 0) -> bytes:
+               flags: int = 0, more: bytes = b"") -> bytes:
     """A LogRecord message as the SDK's encoder writes an event (no severity, an empty
     body, the observed time the same as the time); ``event_name`` field-encoded already
-    (``field(12, name)``)."""
+    (``field(12, name)``), ``more`` attributes encoded already (LOG_ATTRIBUTES.encode_once)."""
     stamp = _FIXED64(time_ns)
-    parts = [b"\x09", stamp, _EMPTY_BODY, _LOG_ATTRIBUTES.encode(attributes)]
+    parts = [b"\x09", stamp, _EMPTY_BODY, LOG_ATTRIBUTES.encode(attributes), more]
     if flags:
         parts += (b"\x45", _FIXED32(flags))
     if trace_id:
@@ -135,7 +153,7 @@ def log_record(time_ns: int, event_name: bytes, attributes: Mapping[str, Any], t
 
 def span_event(name: str, time_ns: int, attributes: Mapping[str, Any]) -> bytes:
     """A Span.Event message."""
-    return b"\x09" + _FIXED64(time_ns) + field(2, name.encode("utf-8")) + _EVENT_ATTRIBUTES.encode(attributes)
+    return b"\x09" + _FIXED64(time_ns) + field(2, name.encode("utf-8")) + EVENT_ATTRIBUTES.encode(attributes)
 
 
 def span(trace_id: int, span_id: int, parent_span_id: int, parent_is_remote: bool, name: str, kind: int,
@@ -150,7 +168,7 @@ def span(trace_id: int, span_id: int, parent_span_id: int, parent_is_remote: boo
     if parent_span_id:
         parts += (b"\x22\x08", parent_span_id.to_bytes(8, "big"))
     parts += (field(5, name.encode("utf-8")), b"\x30", varint(kind), b"\x39", _FIXED64(start_ns), b"\x41",
-              _FIXED64(end_ns), _SPAN_ATTRIBUTES.encode(attributes))
+              _FIXED64(end_ns), SPAN_ATTRIBUTES.encode(attributes))
     parts += (field(11, event) for event in events)
     # The SDK's encoder always sets a Status (empty when unset). Flags: the parent's
     # is-remote bit is known (0x100), and set when it is (0x200).

@@ -178,6 +178,7 @@ class Telemetry:
             parent = _evidence_span(reversed(report.evidence)) if traced else None
             for attributes in gate_attributes(report.chain, _policies(report.rubric.ir, report.chain.name)):
                 events.emit(attributes, common, parent)
+        events.sent()
 
     # ------------------------------------------------------------ admiss serve
 
@@ -199,6 +200,7 @@ class Telemetry:
             if self._events is not None:
                 for attributes in (a for rung in events.values() for a in rung):
                     self._events.emit(attributes, prepared)
+                self._events.sent()
             return
         carrier = {"traceparent": traceparent or "", "tracestate": tracestate or ""}
         parent = TraceContextTextMapPropagator().extract(carrier) if traceparent else None
@@ -229,6 +231,8 @@ class Telemetry:
             span.end(at + length)
             at += length
         request.end(max(ended_ns, at))
+        if self._events is not None:
+            self._events.sent()
 
     # ------------------------------------------------------------ both
 
@@ -265,6 +269,9 @@ class _SdkEvents:
     def emit_property(self, fields: tuple, common: dict[str, Any], parent: tuple[int, int, int] | None) -> None:
         self.emit(property_attributes(fields), common, parent)
 
+    def sent(self) -> None:
+        """Nothing is held here: the SDK's processor queues each record as it comes."""
+
     def emit(self, attributes: dict[str, Any], common: dict[str, Any],
              parent: tuple[int, int, int] | None = None) -> None:
         attributes = {**attributes, **common}
@@ -283,10 +290,12 @@ _KEPT_PROPERTIES = 4096
 
 
 class _WireEvents:
-    """Events encoded here, as the SDK's OTLP encoder would write them, for the exporter process."""
+    """Events encoded here, as the SDK's OTLP encoder would write them, for the exporter
+    process: held until the report or request is done (``sent``), then queued at once."""
 
     def __init__(self, channel: "_Channel"):
         self.put = channel.put
+        self.held: list[bytes] = []
         # property_fields → their attributes encoded: building the attributes and encoding
         # them cost some 10 µs an event, more than the 3 µs that is 5 % of checking one.
         self.properties: dict[tuple, bytes] = {}
@@ -302,14 +311,16 @@ class _WireEvents:
             if len(self.properties) >= _KEPT_PROPERTIES:
                 self.properties.clear()
             encoded = self.properties[fields] = otlp_wire.LOG_ATTRIBUTES.encode_once(property_attributes(fields))
-        if parent is None:
-            self.put(b"L", otlp_wire.log_record(time.time_ns(), _EVENT_NAME, {}, more=encoded + common))
-        else:
-            self.put(b"L", otlp_wire.log_record(time.time_ns(), _EVENT_NAME, {}, *parent, encoded + common))
+        self.held.append(otlp_wire.log_record(time.time_ns(), _EVENT_NAME, encoded + common, *(parent or ())))
 
     def emit(self, attributes: dict[str, Any], common: bytes, parent: tuple[int, int, int] | None = None) -> None:
-        trace_id, span_id, flags = parent or (0, 0, 0)
-        self.put(b"L", otlp_wire.log_record(time.time_ns(), _EVENT_NAME, attributes, trace_id, span_id, flags, common))
+        encoded = otlp_wire.LOG_ATTRIBUTES.encode(attributes) + common
+        self.held.append(otlp_wire.log_record(time.time_ns(), _EVENT_NAME, encoded, *(parent or ())))
+
+    def sent(self) -> None:
+        if self.held:
+            self.put(b"L", self.held)
+            self.held = []
 
 
 def _wire_span_processor(channel: "_Channel") -> Any:
@@ -327,10 +338,10 @@ def _wire_span_processor(channel: "_Channel") -> Any:
             parent = span.parent
             events = [otlp_wire.span_event(e.name, e.timestamp, e.attributes) for e in span.events]
             state = ",".join(f"{key}={value}" for key, value in context.trace_state.items())
-            channel.put(b"T", otlp_wire.span(
+            channel.put(b"T", [otlp_wire.span(
                 context.trace_id, context.span_id, parent.span_id if parent else 0, bool(parent and parent.is_remote),
                 span.name, kinds[span.kind.value], span.start_time, span.end_time, span.attributes, events, state,
-                span.status.status_code.value, span.status.description or ""))
+                span.status.status_code.value, span.status.description or "")])
 
     return WireSpans()
 
@@ -338,8 +349,9 @@ def _wire_span_processor(channel: "_Channel") -> Any:
 class _Channel:
     """Encoded records on their way to the exporter process: a bounded queue that a writer
     thread empties into the process's stdin (a pipe write lets go of the GIL), framed as
-    kind (b"L" log record, b"T" span), length, record. Past ``OTEL_BLRP_MAX_QUEUE_SIZE``
-    (2048) records queued, ``put`` waits (``block``) or drops, counts and says so on stderr."""
+    kind (b"L" log record, b"T" span), length, record. The queue holds a report's or a
+    request's records together; past ``OTEL_BLRP_MAX_QUEUE_SIZE`` (2048) of them queued,
+    ``put`` waits (``block``) or drops, counts the records and says so on stderr."""
 
     def __init__(self, plan: Plan, environ: Mapping[str, str], signals: list[str], block: bool):
         import importlib.util
@@ -356,26 +368,27 @@ class _Channel:
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, env=dict(environ))
         self.limit = _queue_size(environ)
         self.block, self.dropped, self.closed, self.writing = block, 0, False, False
-        self.queue: collections.deque[bytes] = collections.deque()
+        self.queue: collections.deque[tuple[int, bytes]] = collections.deque()  # (records, frames)
         self.ready = threading.Condition()
         self.writer = threading.Thread(target=self._write, name="admiss-telemetry", daemon=True)
         self.writer.start()
         # A process that ends without closing its telemetry still sends what it queued.
         atexit.register(self.close)
 
-    def put(self, kind: bytes, record: bytes) -> None:
+    def put(self, kind: bytes, records: list[bytes]) -> None:
+        """Queue one report's or request's records of one kind."""
         queue = self.queue
         # A deque's append and len need no lock: the lock is taken only to wake the
         # writer or to wait for room (a lock per record cost more than encoding it).
         if len(queue) >= self.limit:
             with self.ready:
                 if not self.block:
-                    self._drop(1)
+                    self._drop(len(records))
                     return
                 self.ready.notify_all()
                 while len(queue) >= self.limit and not self.closed:
                     self.ready.wait()
-        queue.append(kind + _LENGTH(len(record)) + record)
+        queue.append((len(records), b"".join([kind + _LENGTH(len(record)) + record for record in records])))
         if len(queue) == _WRITE_EVERY:
             with self.ready:
                 self.ready.notify_all()
@@ -405,15 +418,15 @@ class _Channel:
                 self.ready.notify_all()
             if frames and pipe is not None:
                 try:
-                    pipe.write(b"".join(frames))
+                    pipe.write(b"".join([group for _, group in frames]))
                     pipe.flush()
                 except (BrokenPipeError, OSError):
                     with self.ready:
-                        self._drop(len(frames))
+                        self._drop(sum(count for count, _ in frames))
                     pipe = None  # the exporter process is gone: what follows is dropped
             elif frames:
                 with self.ready:
-                    self._drop(len(frames))
+                    self._drop(sum(count for count, _ in frames))
             if frames:
                 with self.ready:
                     self.writing = False

@@ -134,13 +134,15 @@ EVENT_ATTRIBUTES = Attributes(3)
 _EMPTY_BODY = field(5, b"")
 
 
-def log_record(time_ns: int, event_name: bytes, attributes: Mapping[str, Any], trace_id: int = 0, span_id: int = 0,
-               flags: int = 0, more: bytes = b"") -> bytes:
+def log_record(time_ns: int, event_name: bytes, attributes: bytes, trace_id: int = 0, span_id: int = 0,
+               flags: int = 0) -> bytes:
     """A LogRecord message as the SDK's encoder writes an event (no severity, an empty
     body, the observed time the same as the time); ``event_name`` field-encoded already
-    (``field(12, name)``), ``more`` attributes encoded already (LOG_ATTRIBUTES.encode_once)."""
+    (``field(12, name)``), ``attributes`` too (by LOG_ATTRIBUTES)."""
     stamp = _FIXED64(time_ns)
-    parts = [b"\x09", stamp, _EMPTY_BODY, LOG_ATTRIBUTES.encode(attributes), more]
+    if not (trace_id or span_id or flags):
+        return b"".join((b"\x09", stamp, _EMPTY_BODY, attributes, b"\x59", stamp, event_name))
+    parts = [b"\x09", stamp, _EMPTY_BODY, attributes]
     if flags:
         parts += (b"\x45", _FIXED32(flags))
     if trace_id:

@@ -63,8 +63,9 @@ def test_log_records_decode_as_the_sdks_do():
     for made_record, attributes, parent in zip(made, ATTRIBUTES, parents):
         # The last two attributes as admiss passes what all of a report's events have: encoded once.
         own, common = dict(list(attributes.items())[:-2]), dict(list(attributes.items())[-2:])
+        encoded = otlp_wire.LOG_ATTRIBUTES.encode(own) + otlp_wire.LOG_ATTRIBUTES.encode_once(common)
         records.append(otlp_wire.log_record(made_record.log_record.timestamp, otlp_wire.field(12, otel.EVENT.encode()),
-                                            own, *(parent or (0, 0, 0)), otlp_wire.LOG_ATTRIBUTES.encode_once(common)))
+                                            encoded, *(parent or (0, 0, 0))))
     wire = otlp_wire.export_request(otlp_wire.resource_message(RESOURCE.attributes),
                                     otlp_wire.scope_message("admiss", __version__), records)
     assert ExportLogsServiceRequest.FromString(wire) == expected
@@ -77,9 +78,9 @@ class _Collected:
     def __init__(self):
         self.records: list[bytes] = []
 
-    def put(self, kind: bytes, record: bytes) -> None:
+    def put(self, kind: bytes, records: list[bytes]) -> None:
         assert kind == b"T"
-        self.records.append(record)
+        self.records += records
 
 
 def test_spans_decode_as_the_sdks_do():
@@ -113,7 +114,7 @@ def test_spans_decode_as_the_sdks_do():
 
 def test_a_value_out_of_otlps_range_is_left_out_as_the_sdk_leaves_it():
     attributes = {"admiss.ok": 1, "admiss.huge": 2 ** 70, "admiss.none": None}
-    record = otlp_wire.log_record(1, otlp_wire.field(12, b"e"), attributes)
+    record = otlp_wire.log_record(1, otlp_wire.field(12, b"e"), otlp_wire.LOG_ATTRIBUTES.encode(attributes))
     decoded = ExportLogsServiceRequest.FromString(otlp_wire.export_request(b"", b"", [record]))
     (got,) = decoded.resource_logs[0].scope_logs[0].log_records
     assert [kv.key for kv in got.attributes] == ["admiss.ok"]

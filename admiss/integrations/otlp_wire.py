@@ -28,6 +28,9 @@ _FIXED32 = struct.Struct("<I").pack
 # Past this many kept attributes the cache starts again: values that never repeat (a
 # bundle's name, a receipt id) must not grow it without end.
 _CACHE_LIMIT = 8192
+# Attributes whose every value names one request or bundle: never kept (they would only
+# push out the ones that come again).
+UNIQUE = frozenset({"admiss.receipt.id", "gen_ai.response.id", "admiss.bundle"})
 
 
 _ONE_BYTE = [bytes((number,)) for number in range(0x80)]
@@ -107,10 +110,15 @@ class Attributes:
             kept.clear()
         parts = []
         for key, value in attributes.items():
-            encoded = self.encode_one(key, value)
             kind = type(value)
-            if kind is not list and kind is not dict and kind is not tuple:
-                kept[key, value, kind] = encoded
+            if kind is list or kind is dict or kind is tuple:
+                parts.append(self.encode_one(key, value))
+                continue
+            encoded = kept.get((key, value, kind))
+            if encoded is None:
+                encoded = self.encode_one(key, value)
+                if key not in UNIQUE:
+                    kept[key, value, kind] = encoded
             parts.append(encoded)
         return b"".join(parts)
 

@@ -4,6 +4,8 @@ the real opentelemetry-proto classes, and the messages compared whole."""
 
 from __future__ import annotations
 
+import random
+
 from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
@@ -14,8 +16,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, TraceFlags, set_span_in_context
-from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
 
 from admiss import __version__
 from admiss.integrations import otel, otlp_wire
@@ -73,7 +74,7 @@ def test_log_records_decode_as_the_sdks_do():
 
 
 class _Collected:
-    """Where the wire span processor puts what it encodes (in admiss: the exporter's queue)."""
+    """Where the wire spans go when a request's are done (in admiss: the exporter's queue)."""
 
     def __init__(self):
         self.records: list[bytes] = []
@@ -83,33 +84,45 @@ class _Collected:
         self.records += records
 
 
+def _a_request(spans, traceparent: str | None) -> None:
+    """The spans of a gateway request as Telemetry.served makes them: a server span, a
+    rung's with two events, a client call under it; then a request without a parent."""
+    request = spans.root(traceparent, "vendor=one,other=two", "POST /v1/chat/completions", otel._SERVER, 1_000,
+                         ATTRIBUTES[0])
+    rung = spans.child(request, "admiss.rung cheap", otel._INTERNAL, 2_000, ATTRIBUTES[1])
+    spans.end(spans.child(rung, "chat cheap", otel._CLIENT, 2_500, ATTRIBUTES[2]), 3_000)
+    spans.event(rung, ATTRIBUTES[1], 3_500)
+    spans.event(rung, ATTRIBUTES[2], 3_600)
+    spans.end(rung, 4_000)
+    spans.end(request, 5_000)
+    spans.sent()
+
+
 def test_spans_decode_as_the_sdks_do():
-    exporter, collected = InMemorySpanExporter(), _Collected()
-    provider = TracerProvider(resource=RESOURCE)
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    provider.add_span_processor(otel._wire_span_processor(collected))
-    tracer = provider.get_tracer("admiss", __version__)
-    carrier = {"traceparent": f"00-{TRACE_ID:032x}-{SPAN_ID:016x}-01", "tracestate": "vendor=one,other=two"}
-    parent = TraceContextTextMapPropagator().extract(carrier)
-    request = tracer.start_span("POST /v1/chat/completions", context=parent, kind=SpanKind.SERVER,
-                                start_time=1_000, attributes=ATTRIBUTES[0])
-    rung = tracer.start_span("admiss.rung cheap", context=set_span_in_context(request), start_time=2_000,
-                             attributes=ATTRIBUTES[1])
-    call = tracer.start_span("chat cheap", context=set_span_in_context(rung), kind=SpanKind.CLIENT, start_time=2_500,
-                             attributes=ATTRIBUTES[2])
-    call.end(3_000)
-    rung.add_event(otel.EVENT, ATTRIBUTES[1], timestamp=3_500)
-    rung.add_event(otel.EVENT, ATTRIBUTES[2], timestamp=3_600)
-    rung.end(4_000)
-    request.end(5_000)
-    fresh = tracer.start_span("a trace of its own", start_time=6_000)  # no parent at all
-    fresh.end(7_000)
-    expected = ExportTraceServiceRequest.FromString(encode_spans(exporter.get_finished_spans()).SerializeToString())
-    wire = otlp_wire.export_request(otlp_wire.resource_message(RESOURCE.attributes),
-                                    otlp_wire.scope_message("admiss", __version__), collected.records)
-    assert ExportTraceServiceRequest.FromString(wire) == expected
-    spans = expected.resource_spans[0].scope_spans[0].spans
-    assert len(spans) == 4 and spans[2].trace_state == "vendor=one,other=two" and len(spans[1].events) == 2
+    for traceparent in (f"00-{TRACE_ID:032x}-{SPAN_ID:016x}-01", None):
+        exporter, collected = InMemorySpanExporter(), _Collected()
+        provider = TracerProvider(resource=RESOURCE)
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        # The same seed for both: the SDK's id generator draws from random, in the same order for both.
+        random.seed(22)
+        _a_request(otel._SdkSpans(provider.get_tracer("admiss", __version__)), traceparent)
+        random.seed(22)
+        _a_request(otel._WireSpans(collected), traceparent)
+        expected = ExportTraceServiceRequest.FromString(encode_spans(exporter.get_finished_spans()).SerializeToString())
+        wire = otlp_wire.export_request(otlp_wire.resource_message(RESOURCE.attributes),
+                                        otlp_wire.scope_message("admiss", __version__), collected.records)
+        assert ExportTraceServiceRequest.FromString(wire) == expected
+        spans = expected.resource_spans[0].scope_spans[0].spans
+        assert len(spans) == 3 and len(spans[1].events) == 2
+        assert spans[2].parent_span_id == (SPAN_ID.to_bytes(8, "big") if traceparent else b"")
+        assert spans[2].trace_state == ("vendor=one,other=two" if traceparent else "")
+
+
+def test_a_trace_sampled_out_sends_no_span(monkeypatch):
+    monkeypatch.setenv("OTEL_TRACES_SAMPLER", "always_off")
+    collected = _Collected()
+    _a_request(otel._WireSpans(collected), None)
+    assert collected.records == []
 
 
 def test_a_value_out_of_otlps_range_is_left_out_as_the_sdk_leaves_it():

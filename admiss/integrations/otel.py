@@ -12,6 +12,9 @@ event on its rung's span, so a trace view without the logs shows it.
 Telemetry is on when the standard ``OTEL_*`` variables ask for it (an OTLP endpoint, or
 ``OTEL_TRACES_EXPORTER`` / ``OTEL_LOGS_EXPORTER``) or admiss.toml has a ``[telemetry]``
 table; ``OTEL_SDK_DISABLED=true`` turns it off. Off, opentelemetry is never imported.
+Over OTLP, records are encoded here (otlp_wire.py) and sent by an exporter process that
+runs this module (``python -m admiss.integrations.otel``) with the SDK's configuration and
+HTTP client; the console exporters go through the SDK in process.
 docs/integrations/otel.md has the details.
 """
 

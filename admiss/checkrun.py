@@ -221,7 +221,7 @@ def check_telemetry(options: CheckOptions):
 
     settings = read_config(path).telemetry if named else None
 
-    return telemetry_for(settings)
+    return telemetry_for(settings, spans=False)  # check makes no spans: no tracer to start
 
 
 def warned(report, name: str) -> str | None:

@@ -12,20 +12,30 @@ event on its rung's span, so a trace view without the logs shows it.
 Telemetry is on when the standard ``OTEL_*`` variables ask for it (an OTLP endpoint, or
 ``OTEL_TRACES_EXPORTER`` / ``OTEL_LOGS_EXPORTER``) or admiss.toml has a ``[telemetry]``
 table; ``OTEL_SDK_DISABLED=true`` turns it off. Off, opentelemetry is never imported.
+Over OTLP, records are encoded here (otlp_wire.py) and sent by an exporter process that
+runs this module (``python -m admiss.integrations.otel``) with the SDK's configuration and
+HTTP client; the console exporters go through the SDK in process.
 docs/integrations/otel.md has the details.
 """
 
 from __future__ import annotations
 
+import atexit
+import collections
+import json
 import os
+import struct
 import sys
 import time
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import attrs
 
 from admiss import __version__
-from admiss.config import TelemetrySettings
+from admiss.integrations import otlp_wire
+
+if TYPE_CHECKING:  # the exporter process starts without the config reader
+    from admiss.config import TelemetrySettings
 
 EVENT = "gen_ai.evaluation.result"
 SIGNALS = ("traces", "logs")
@@ -36,8 +46,6 @@ _ENDPOINT_VARIABLES = {
     "logs": ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"),
 }
 _SIGNAL_PATHS = {"traces": "/v1/traces", "logs": "/v1/logs"}
-_EXCLUSION_KEYS = {"forbidden": "admiss.excluded.forbidden", "inadmissible": "admiss.excluded.inadmissible",
-                   "shortcut-rejected": "admiss.excluded.shortcut_rejected"}
 _HEX = frozenset("0123456789abcdefABCDEF")
 
 
@@ -86,15 +94,17 @@ def _exporter(signal: str, settings: TelemetrySettings | None, environ: Mapping[
     return None
 
 
-def telemetry_for(settings: TelemetrySettings | None, environ: Mapping[str, str] = os.environ) -> "Telemetry | None":
-    """A Telemetry when ``settings`` or ``environ`` turn it on, else None (at no cost)."""
+def telemetry_for(settings: TelemetrySettings | None, environ: Mapping[str, str] = os.environ,
+                  spans: bool = True) -> "Telemetry | None":
+    """A Telemetry when ``settings`` or ``environ`` turn it on, else None (at no cost);
+    ``spans`` False for a process that makes no spans (admiss check)."""
     plan = plan_for(settings, environ)
     if plan is None:
         return None
     for warning in plan.warnings:
         sys.stderr.write(f"admiss: telemetry: {warning}\n")
     try:
-        return Telemetry(plan, environ)
+        return Telemetry(plan, environ, spans)
     except ModuleNotFoundError as missing:
         if not (missing.name or "").startswith("opentelemetry"):
             raise
@@ -105,49 +115,71 @@ def telemetry_for(settings: TelemetrySettings | None, environ: Mapping[str, str]
 
 
 class Telemetry:
-    """The tracer and the event logger of one process, exporting in the background."""
+    """The events and spans of one process. Sent over OTLP, they are encoded here
+    (otlp_wire.py) and handed to an exporter process (``python -m admiss.integrations.otel``)
+    that holds the SDK's configuration (resource, endpoint, headers, compression, retries)
+    and does the HTTP, off this process's core; printed to the console, they go through
+    the SDK as usual. ``spans`` False (admiss check, which makes none) builds no tracer."""
 
-    def __init__(self, plan: Plan, environ: Mapping[str, str] = os.environ):
-        # Imported here, not at the top: telemetry off must not pay opentelemetry's start-up time.
+    def __init__(self, plan: Plan, environ: Mapping[str, str] = os.environ, spans: bool = True):
+        self.plan = plan
+        wire = [signal for signal in SIGNALS if getattr(plan, signal) == "otlp" and (spans or signal == "logs")]
+        # admiss check must lose no event: past the queue it waits for the exporter. The
+        # gateway never waits on telemetry: past the queue it drops, counts and says so.
+        self._channel = _Channel(plan, environ, wire, block=not spans) if wire else None
+        self._providers: list[Any] = []
+        self.tracer = self._events = None
+        if plan.traces and spans:
+            self.tracer = self._tracer(plan, environ)
+        if plan.logs == "otlp":
+            self._events = _WireEvents(self._channel)
+        elif plan.logs:
+            self._events = _SdkEvents(self._sdk_provider("logs", plan, environ))
+
+    def _tracer(self, plan: Plan, environ: Mapping[str, str]) -> "_SdkSpans | _WireSpans":
+        if plan.traces == "otlp":
+            return _WireSpans(self._channel)
+        return _SdkSpans(self._sdk_provider("traces", plan, environ).get_tracer("admiss", __version__))
+
+    def _sdk_provider(self, signal: str, plan: Plan, environ: Mapping[str, str]) -> Any:
         from opentelemetry.sdk.resources import Resource
 
-        attributes = {} if environ.get("OTEL_SERVICE_NAME") else {"service.name": plan.service_name}
-        resource = Resource.create({**attributes, "service.version": __version__})
-        self.plan = plan
-        # admiss check makes events faster than one exporter thread sends them, and the
-        # SDK's queue drops what comes past its size: a batch waits for an export (in
-        # report()) before the queue can fill. The gateway never waits; past the queue
-        # it drops, as the SDK does.
-        self._unflushed, self._flush_every = 0, _queue_size(environ) // 2
-        self._tracer_provider = self.tracer = None
-        self._logger_provider = self.logger = None
-        if plan.traces:
-            self._tracer_provider, self.tracer = _pipeline("traces", plan, resource, environ)
-        if plan.logs:
-            self._logger_provider, self.logger = _pipeline("logs", plan, resource, environ)
+        if signal == "traces":
+            from opentelemetry.sdk.trace import TracerProvider
+
+            from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
+
+            provider = TracerProvider(resource=Resource.create(resource_attributes(plan, environ)))
+            provider.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter(out=sys.stderr)))
+        else:
+            from opentelemetry.sdk._logs import LoggerProvider
+            from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, ConsoleLogRecordExporter
+
+            provider = LoggerProvider(resource=Resource.create(resource_attributes(plan, environ)))
+            # stdout holds the reports
+            provider.add_log_record_processor(BatchLogRecordProcessor(ConsoleLogRecordExporter(out=sys.stderr)))
+        self._providers.append(provider)
+        return provider
 
     # ------------------------------------------------------------ admiss check
 
     def report(self, report: Any) -> None:
         """The events of one check report: each property's verdict, each gate's decision."""
-        if self.logger is None:
+        if self._events is None:
             return
-        common = {"admiss.rubric": report.rubric.name, "admiss.bundle": report.bundle_name or ""}
+        events = self._events
+        # The attributes every event of the report has are encoded once for all of them.
+        common = events.prepare({"admiss.rubric": report.rubric.name, "admiss.bundle": report.bundle_name or ""})
+        # Most bundles come from no OTel trace: one look at their evidence spares one per property.
+        traced = _evidence_span(report.evidence) is not None
         for result in report.properties:
-            self._event(property_attributes(result, common), _evidence_context(result.admitted or
-                                                                            [item for item, _ in result.excluded]))
-        self._unflushed += len(report.properties)
+            parent = _evidence_span(result.admitted or [item for item, _ in result.excluded]) if traced else None
+            events.emit_property(property_fields(result), common, parent)
         if report.chain is not None:
-            context = _evidence_context(reversed(report.evidence))
-            for attributes in gate_attributes(report.chain, _policies(report.rubric.ir, report.chain.name), common):
-                self._event(attributes, context)
-                self._unflushed += 1
-        if self._unflushed >= self._flush_every:
-            self._unflushed = 0
-            self._logger_provider.force_flush()
-
-    def _event(self, attributes: dict[str, Any], context: Any = None) -> None:
-        self.logger.emit(event_name=EVENT, attributes=attributes, context=context, timestamp=time.time_ns())
+            parent = _evidence_span(reversed(report.evidence)) if traced else None
+            for attributes in gate_attributes(report.chain, _policies(report.rubric.ir, report.chain.name)):
+                events.emit(attributes, common, parent)
+        events.sent()
 
     # ------------------------------------------------------------ admiss serve
 
@@ -155,24 +187,21 @@ class Telemetry:
                started_ns: int) -> None:
         """The spans and events of one gateway request, drawn from its receipt once it is
         stored. ``chain`` is the CompiledChain served (for the gates' ON ABSTAIN)."""
-        from opentelemetry.trace import SpanKind, set_span_in_context
-        from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
-
         ended_ns = time.time_ns()
         receipt = served.receipt
-        carrier = {"traceparent": traceparent or "", "tracestate": tracestate or ""}
-        parent = TraceContextTextMapPropagator().extract(carrier) if traceparent else None
         common = {"admiss.receipt.id": receipt["id"]}
+        prepared = self._events.prepare(common) if self._events is not None else None
         policies = {r.name: [g.ir.on_abstain for g in r.gates] for r in chain.rungs}
-        events = gate_attributes_by_rung(receipt["chain"], policies, common, served.rung, receipt["request_id"])
-        tracer = self.tracer
-        if tracer is None:  # events only: no span to parent them to
-            for attributes in (a for rung in events.values() for a in rung):
-                self._event(attributes)
+        events = gate_attributes_by_rung(receipt["chain"], policies, served.rung, receipt["request_id"])
+        if self.tracer is None:  # events only: no span to parent them to
+            if self._events is not None:
+                for attributes in (a for rung in events.values() for a in rung):
+                    self._events.emit(attributes, prepared)
+                self._events.sent()
             return
-        request = tracer.start_span("POST /v1/chat/completions", context=parent, kind=SpanKind.SERVER,
-                                    start_time=started_ns, attributes=request_attributes(served))
-        inside = set_span_in_context(request)
+        spans = self.tracer
+        request = spans.root(traceparent, tracestate, "POST /v1/chat/completions", _SERVER, started_ns,
+                             request_attributes(served))
         # Rungs ran one after another from the start of the cascade, which follows the
         # request's start by the time its body took to read (well under a millisecond for a
         # client on the same network): each rung's span is laid from there by its latency.
@@ -182,61 +211,344 @@ class Telemetry:
             if name not in receipt["latency_ms"]:
                 continue  # never reached
             length = int(receipt["latency_ms"][name] * 1e6)
-            span = tracer.start_span(f"admiss.rung {name}", context=inside, start_time=at,
-                                     attributes=rung_attributes(rung))
-            rung_context = set_span_in_context(span)
+            span = spans.child(request, f"admiss.rung {name}", _INTERNAL, at, rung_attributes(rung))
             for call in _calls_of(receipt["usage"], rung, at, length):
-                call_span = tracer.start_span(call.name, context=rung_context, kind=SpanKind.CLIENT,
-                                              start_time=call.start_ns, attributes=call.attributes)
-                call_span.end(call.start_ns + call.length_ns)
+                spans.end(spans.child(span, call.name, _CLIENT, call.start_ns, call.attributes),
+                          call.start_ns + call.length_ns)
+            ids = spans.ids(span)
             for attributes in events.get(name, ()):
-                span.add_event(EVENT, attributes, timestamp=at + length)
-                if self.logger is not None:
-                    self._event(attributes, rung_context)
-            span.end(at + length)
+                spans.event(span, {**attributes, **common}, at + length)
+                if self._events is not None:
+                    self._events.emit(attributes, prepared, ids)
+            spans.end(span, at + length)
             at += length
-        request.end(max(ended_ns, at))
+        spans.end(request, max(ended_ns, at))
+        spans.sent()
+        if self._events is not None:
+            self._events.sent()
 
     # ------------------------------------------------------------ both
 
     def flush(self) -> None:
-        for provider in (self._tracer_provider, self._logger_provider):
-            if provider is not None:
-                provider.force_flush()
+        for provider in self._providers:
+            provider.force_flush()
+        if self._channel is not None:
+            self._channel.flush()
 
     def close(self) -> None:
         """Export what is queued and stop the exporters."""
-        for provider in (self._tracer_provider, self._logger_provider):
-            if provider is not None:
-                provider.shutdown()
+        for provider in self._providers:
+            provider.shutdown()
+        if self._channel is not None:
+            self._channel.close()
+
+
+def resource_attributes(plan: Plan, environ: Mapping[str, str]) -> dict[str, Any]:
+    """What admiss adds to the resource the SDK builds from OTEL_SERVICE_NAME and
+    OTEL_RESOURCE_ATTRIBUTES."""
+    attributes = {} if environ.get("OTEL_SERVICE_NAME") else {"service.name": plan.service_name}
+    return {**attributes, "service.version": __version__}
+
+
+class _SdkEvents:
+    """Events through the SDK's logger (the console exporter)."""
+
+    def __init__(self, provider: Any):
+        self.logger = provider.get_logger("admiss", __version__)
+
+    def prepare(self, common: dict[str, Any]) -> dict[str, Any]:
+        return common
+
+    def emit_property(self, fields: tuple, common: dict[str, Any], parent: tuple[int, int, int] | None) -> None:
+        self.emit(property_attributes(fields), common, parent)
+
+    def sent(self) -> None:
+        """Nothing is held here: the SDK's processor queues each record as it comes."""
+
+    def emit(self, attributes: dict[str, Any], common: dict[str, Any],
+             parent: tuple[int, int, int] | None = None) -> None:
+        attributes = {**attributes, **common}
+        context = None
+        if parent is not None:
+            from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
+
+            trace_id, span_id, flags = parent
+            span_context = SpanContext(trace_id, span_id, is_remote=True, trace_flags=TraceFlags(flags))
+            context = set_span_in_context(NonRecordingSpan(span_context))
+        self.logger.emit(event_name=EVENT, attributes=attributes, context=context, timestamp=time.time_ns())
+
+
+_EVENT_NAME = otlp_wire.field(12, EVENT.encode())
+_KEPT_PROPERTIES = 4096
+
+
+class _WireEvents:
+    """Events encoded here, as the SDK's OTLP encoder would write them, for the exporter
+    process: held until the report or request is done (``sent``), then queued at once."""
+
+    def __init__(self, channel: "_Channel"):
+        self.put = channel.put
+        self.held: list[bytes] = []
+        # property_fields → their attributes encoded: building the attributes and encoding
+        # them cost some 10 µs an event, more than the 3 µs that is 5 % of checking one.
+        self.properties: dict[tuple, bytes] = {}
+
+    def prepare(self, common: dict[str, Any]) -> bytes:
+        # A rubric's name comes again and again (kept); a bundle's or receipt's, never.
+        return b"".join([otlp_wire.LOG_ATTRIBUTES.encode({key: value}) if key == "admiss.rubric"
+                         else otlp_wire.LOG_ATTRIBUTES.encode_once({key: value}) for key, value in common.items()])
+
+    def emit_property(self, fields: tuple, common: bytes, parent: tuple[int, int, int] | None) -> None:
+        encoded = self.properties.get(fields)
+        if encoded is None:
+            if len(self.properties) >= _KEPT_PROPERTIES:
+                self.properties.clear()
+            encoded = self.properties[fields] = otlp_wire.LOG_ATTRIBUTES.encode_once(property_attributes(fields))
+        self.held.append(otlp_wire.log_record(time.time_ns(), _EVENT_NAME, encoded + common, *(parent or ())))
+
+    def emit(self, attributes: dict[str, Any], common: bytes, parent: tuple[int, int, int] | None = None) -> None:
+        encoded = otlp_wire.LOG_ATTRIBUTES.encode(attributes) + common
+        self.held.append(otlp_wire.log_record(time.time_ns(), _EVENT_NAME, encoded, *(parent or ())))
+
+    def sent(self) -> None:
+        if self.held:
+            self.put(b"L", self.held)
+            self.held = []
+
+
+# The OTLP span kinds the gateway's spans have.
+_INTERNAL, _SERVER, _CLIENT = 1, 2, 3
+
+
+class _SdkSpans:
+    """The gateway's spans through the SDK's tracer (the console exporter)."""
+
+    def __init__(self, tracer: Any):
+        from opentelemetry.trace import SpanKind
+
+        self.tracer = tracer
+        self.kinds = {_INTERNAL: SpanKind.INTERNAL, _SERVER: SpanKind.SERVER, _CLIENT: SpanKind.CLIENT}
+
+    def root(self, traceparent: str | None, tracestate: str | None, name: str, kind: int, start_ns: int,
+             attributes: dict[str, Any]) -> Any:
+        return self.tracer.start_span(name, context=_incoming(traceparent, tracestate), kind=self.kinds[kind],
+                                      start_time=start_ns, attributes=attributes)
+
+    def child(self, parent: Any, name: str, kind: int, start_ns: int, attributes: dict[str, Any]) -> Any:
+        from opentelemetry.trace import set_span_in_context
+
+        return self.tracer.start_span(name, context=set_span_in_context(parent), kind=self.kinds[kind],
+                                      start_time=start_ns, attributes=attributes)
+
+    def ids(self, span: Any) -> tuple[int, int, int]:
+        context = span.get_span_context()
+        return context.trace_id, context.span_id, int(context.trace_flags)
+
+    def event(self, span: Any, attributes: dict[str, Any], time_ns: int) -> None:
+        span.add_event(EVENT, attributes, timestamp=time_ns)
+
+    def end(self, span: Any, end_ns: int) -> None:
+        span.end(end_ns)
+
+    def sent(self) -> None:
+        """Nothing is held here: the SDK's processor queues each span as it ends."""
+
+
+def _incoming(traceparent: str | None, tracestate: str | None) -> Any:
+    """The context an incoming W3C ``traceparent`` names (None without one)."""
+    if not traceparent:
+        return None
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    return TraceContextTextMapPropagator().extract({"traceparent": traceparent, "tracestate": tracestate or ""})
+
+
+@attrs.define
+class _OpenSpan:
+    trace_id: int
+    span_id: int
+    parent_span_id: int
+    parent_is_remote: bool
+    sampled: bool
+    trace_state: str
+    name: str
+    kind: int
+    start_ns: int
+    attributes: dict[str, Any]
+    events: list[bytes] = attrs.Factory(list)
+
+
+class _WireSpans:
+    """The gateway's spans encoded here (otlp_wire.span) for the exporter process, without
+    the SDK's Span objects: with their attribute checks and processor, the SDK's spans of
+    one request cost some 250 µs of CPU (of 400 µs of telemetry a request, measured on the
+    benchmark machine); these cost a tenth of it. The SDK still decides: its sampler (from
+    OTEL_TRACES_SAMPLER, asked once per request at the root span: the sampler's children
+    follow their parent's decision for every sampler the SDK names, parent-based or by
+    trace id), its id generator, its W3C propagator for the incoming ``traceparent``."""
+
+    def __init__(self, channel: "_Channel"):
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.trace import SpanKind, get_current_span
+
+        provider = TracerProvider()  # the sampler and id generator, as OTEL_* set them
+        self.sampler, self.id_generator, self.put = provider.sampler, provider.id_generator, channel.put
+        self.server, self.current_span = SpanKind.SERVER, get_current_span
+        self.held: list[bytes] = []
+
+    def root(self, traceparent: str | None, tracestate: str | None, name: str, kind: int, start_ns: int,
+             attributes: dict[str, Any]) -> _OpenSpan:
+        context = _incoming(traceparent, tracestate)
+        parent = self.current_span(context).get_span_context() if context is not None else None
+        if parent is not None and parent.is_valid:
+            trace_id, parent_id, remote = parent.trace_id, parent.span_id, parent.is_remote
+        else:
+            trace_id, parent_id, remote = self.id_generator.generate_trace_id(), 0, False
+        decision = self.sampler.should_sample(context, trace_id, name, self.server, attributes)
+        state = ",".join(f"{key}={value}" for key, value in decision.trace_state.items()) \
+            if decision.trace_state is not None else ""
+        return _OpenSpan(trace_id, self.id_generator.generate_span_id(), parent_id, remote,
+                         decision.decision.is_sampled(), state, name, kind, start_ns,
+                         dict(decision.attributes or attributes))
+
+    def child(self, parent: _OpenSpan, name: str, kind: int, start_ns: int, attributes: dict[str, Any]) -> _OpenSpan:
+        return _OpenSpan(parent.trace_id, self.id_generator.generate_span_id(), parent.span_id, False, parent.sampled,
+                         parent.trace_state, name, kind, start_ns, attributes)
+
+    def ids(self, span: _OpenSpan) -> tuple[int, int, int]:
+        return span.trace_id, span.span_id, 1 if span.sampled else 0
+
+    def event(self, span: _OpenSpan, attributes: dict[str, Any], time_ns: int) -> None:
+        if span.sampled:
+            span.events.append(otlp_wire.span_event(EVENT, time_ns, attributes))
+
+    def end(self, span: _OpenSpan, end_ns: int) -> None:
+        if span.sampled:
+            self.held.append(otlp_wire.span(span.trace_id, span.span_id, span.parent_span_id, span.parent_is_remote,
+                                            span.name, span.kind, span.start_ns, end_ns, span.attributes, span.events,
+                                            span.trace_state))
+
+    def sent(self) -> None:
+        if self.held:
+            self.put(b"T", self.held)
+            self.held = []
+
+
+class _Channel:
+    """Encoded records on their way to the exporter process: a bounded queue that a writer
+    thread empties into the process's stdin (a pipe write lets go of the GIL), framed as
+    kind (b"L" log record, b"T" span), length, record. The queue holds a report's or a
+    request's records together; past ``OTEL_BLRP_MAX_QUEUE_SIZE`` (2048) of them queued,
+    ``put`` waits (``block``) or drops, counts the records and says so on stderr."""
+
+    def __init__(self, plan: Plan, environ: Mapping[str, str], signals: list[str], block: bool):
+        import importlib.util
+        import subprocess
+        import threading
+
+        # Said here, not by the exporter process: the extra missing is the run's own message.
+        for needed in ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http"):
+            if importlib.util.find_spec(needed) is None:
+                raise ModuleNotFoundError(f"No module named {needed!r}", name=needed)
+        endpoints = {signal: _endpoint(signal, plan, environ) or "" for signal in signals}
+        command = [sys.executable, "-m", "admiss.integrations.otel", json.dumps(
+            {"endpoints": endpoints, "resource": resource_attributes(plan, environ)})]
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, env=dict(environ))
+        self.limit = _queue_size(environ)
+        self.block, self.dropped, self.closed, self.writing = block, 0, False, False
+        self.queue: collections.deque[tuple[int, bytes]] = collections.deque()  # (records, frames)
+        self.ready = threading.Condition()
+        self.writer = threading.Thread(target=self._write, name="admiss-telemetry", daemon=True)
+        self.writer.start()
+        # A process that ends without closing its telemetry still sends what it queued.
+        atexit.register(self.close)
+
+    def put(self, kind: bytes, records: list[bytes]) -> None:
+        """Queue one report's or request's records of one kind."""
+        queue = self.queue
+        # A deque's append and len need no lock: the lock is taken only to wake the
+        # writer or to wait for room (a lock per record cost more than encoding it).
+        if len(queue) >= self.limit:
+            with self.ready:
+                if not self.block:
+                    self._drop(len(records))
+                    return
+                self.ready.notify_all()
+                while len(queue) >= self.limit and not self.closed:
+                    self.ready.wait()
+        queue.append((len(records), b"".join([kind + _LENGTH(len(record)) + record for record in records])))
+        if len(queue) == _WRITE_EVERY:
+            with self.ready:
+                self.ready.notify_all()
+
+    def flush(self) -> None:
+        """Wait until what is queued is in the exporter process, which sends it even if
+        this process is ended next (a --jobs worker)."""
+        with self.ready:
+            self.ready.notify_all()
+            while (self.queue or self.writing) and self.writer.is_alive():
+                self.ready.wait(_WRITE_AFTER_S)
+
+    def _drop(self, count: int) -> None:
+        if not self.dropped:
+            sys.stderr.write("admiss: telemetry: the exporter falls behind: events and spans past the queue "
+                             f"of {self.limit} (OTEL_BLRP_MAX_QUEUE_SIZE) are dropped and counted\n")
+        self.dropped += count
+
+    def _write(self) -> None:
+        pipe, queue = self.process.stdin, self.queue
+        while True:
+            with self.ready:
+                if len(queue) < _WRITE_EVERY and not self.closed:
+                    self.ready.wait(_WRITE_AFTER_S)
+                frames = [queue.popleft() for _ in range(len(queue))]
+                closed, self.writing = self.closed, bool(frames)
+                self.ready.notify_all()
+            if frames and pipe is not None:
+                try:
+                    pipe.write(b"".join([group for _, group in frames]))
+                    pipe.flush()
+                except (BrokenPipeError, OSError):
+                    with self.ready:
+                        self._drop(sum(count for count, _ in frames))
+                    pipe = None  # the exporter process is gone: what follows is dropped
+            elif frames:
+                with self.ready:
+                    self._drop(sum(count for count, _ in frames))
+            if frames:
+                with self.ready:
+                    self.writing = False
+                    self.ready.notify_all()
+            if closed and not frames:
+                return
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        with self.ready:
+            self.closed = True
+            self.ready.notify_all()
+        self.writer.join()
+        try:
+            self.process.stdin.close()
+        except OSError:
+            pass
+        # The exporter sends what it holds on end of input (each export bounded by
+        # OTEL_EXPORTER_OTLP_TIMEOUT and its retries), then exits.
+        self.process.wait()
+        if self.dropped:
+            sys.stderr.write(f"admiss: telemetry: {self.dropped} events and spans were dropped in all\n")
+
+
+_LENGTH = struct.Struct("<I").pack
+# The writer sends what is queued when this many records are, or this long after the first.
+_WRITE_EVERY, _WRITE_AFTER_S = 256, 0.05
 
 
 def _queue_size(environ: Mapping[str, str]) -> int:
-    """The log record processor's queue size, as the SDK reads it (2048 by default)."""
+    """The queue's size in records, as the SDK's processor reads it (2048 by default)."""
     value = environ.get("OTEL_BLRP_MAX_QUEUE_SIZE", "")
     return int(value) if value.isdigit() and int(value) >= 2 else 2048
-
-
-def _pipeline(signal: str, plan: Plan, resource: Any, environ: Mapping[str, str]) -> tuple[Any, Any]:
-    """(provider, tracer or logger) of one signal, exporting through a batch processor."""
-    if signal == "traces":
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as Otlp
-        from opentelemetry.sdk.trace import TracerProvider as Provider
-        from opentelemetry.sdk.trace.export import BatchSpanProcessor as Batch, ConsoleSpanExporter as Console
-    else:
-        from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter as Otlp
-        from opentelemetry.sdk._logs import LoggerProvider as Provider
-        from opentelemetry.sdk._logs.export import BatchLogRecordProcessor as Batch, ConsoleLogRecordExporter as Console
-    provider = Provider(resource=resource)
-    if getattr(plan, signal) == "console":
-        exporter = Console(out=sys.stderr)  # stdout holds the reports
-    else:
-        exporter = Otlp(endpoint=_endpoint(signal, plan, environ))
-    if signal == "traces":
-        provider.add_span_processor(Batch(exporter))
-        return provider, provider.get_tracer("admiss", __version__)
-    provider.add_log_record_processor(Batch(exporter))
-    return provider, provider.get_logger("admiss", __version__)
 
 
 def _endpoint(signal: str, plan: Plan, environ: Mapping[str, str]) -> str | None:
@@ -250,37 +562,55 @@ def _endpoint(signal: str, plan: Plan, environ: Mapping[str, str]) -> str | None
 # ---------------------------------------------------------------- attributes
 
 
-def property_attributes(result: Any, common: Mapping[str, Any]) -> dict[str, Any]:
-    """The event of one property's verdict."""
-    counts = dict.fromkeys(_EXCLUSION_KEYS.values(), 0)
+def property_fields(result: Any) -> tuple:
+    """What a property's event says, as a tuple: (name, verdict, rationale, admitted,
+    forbidden, inadmissible, shortcut-rejected, default verdict). Many results of a batch
+    say the same, so the tuple keys their encoded event (_WireEvents.emit_property)."""
+    forbidden = inadmissible = shortcut = 0
     for _, exclusion in result.excluded:
-        counts[_EXCLUSION_KEYS[exclusion.reason]] += 1
+        reason = exclusion.reason
+        if reason == "forbidden":
+            forbidden += 1
+        elif reason == "inadmissible":
+            inadmissible += 1
+        else:
+            shortcut += 1
+    return (result.prop.name, result.verdict, result.rationale, len(result.admitted), forbidden, inadmissible,
+            shortcut, result.prop.default)
+
+
+def property_attributes(fields: tuple) -> dict[str, Any]:
+    """The event of one property's verdict (less what all of its report's events have),
+    from its property_fields."""
+    name, verdict, rationale, admitted, forbidden, inadmissible, shortcut, default = fields
     return {
-        "gen_ai.evaluation.name": result.prop.name,
-        "gen_ai.evaluation.score.value": 1.0 if result.verdict == "yes" else 0.0,
-        "gen_ai.evaluation.score.label": result.verdict,
-        "gen_ai.evaluation.explanation": result.rationale,
+        "gen_ai.evaluation.name": name,
+        "gen_ai.evaluation.score.value": 1.0 if verdict == "yes" else 0.0,
+        "gen_ai.evaluation.score.label": verdict,
+        "gen_ai.evaluation.explanation": rationale,
         "admiss.evaluation.kind": "property",
-        "admiss.evidence.admitted": len(result.admitted),
-        **counts,
-        "admiss.default_verdict": result.prop.default,
-        **common,
+        "admiss.evidence.admitted": admitted,
+        "admiss.excluded.forbidden": forbidden,
+        "admiss.excluded.inadmissible": inadmissible,
+        "admiss.excluded.shortcut_rejected": shortcut,
+        "admiss.default_verdict": default,
     }
 
 
-def gate_attributes(chain: Any, policies: Mapping[str, list[str]], common: Mapping[str, Any]) -> list[dict[str, Any]]:
+def gate_attributes(chain: Any, policies: Mapping[str, list[str]]) -> list[dict[str, Any]]:
     """The events of a checked chain's gate decisions, rung by rung."""
     records = [{"rung": r.rung, "model": r.model, "gates": [attrs.asdict(g, recurse=False) for g in r.gates]}
                for r in chain.rungs]
-    by_rung = gate_attributes_by_rung({"name": chain.name, "rungs": records}, policies, common)
+    by_rung = gate_attributes_by_rung({"name": chain.name, "rungs": records}, policies)
     return [attributes for rung in by_rung.values() for attributes in rung]
 
 
-def gate_attributes_by_rung(chain: Mapping[str, Any], policies: Mapping[str, list[str]], common: Mapping[str, Any],
+def gate_attributes_by_rung(chain: Mapping[str, Any], policies: Mapping[str, list[str]],
                             served_rung: str | None = None, response_id: str | None = None
                             ) -> dict[str, list[dict[str, Any]]]:
     """Rung name → the events of its gates' decisions, from a chain as the JSON report and
-    the receipt write it (``gate``, ``verdict``, ``effective``, ``score``, ``reason``, ...).
+    the receipt write it (``gate``, ``verdict``, ``effective``, ``score``, ``reason``, ...),
+    less what all of a report's or request's events have.
     The served rung's events name the response the client got (``response_id``)."""
     out: dict[str, list[dict[str, Any]]] = {}
     for rung in chain["rungs"]:
@@ -300,7 +630,6 @@ def gate_attributes_by_rung(chain: Mapping[str, Any], policies: Mapping[str, lis
                 "admiss.gate.disabled": bool(gate["disabled"]),
                 "admiss.gate.cost_usd": float(gate["gate_cost_usd"]),
                 "admiss.gate.duration_ms": float(gate["duration_ms"]),
-                **common,
             }
             if gate["score"] is not None:
                 attributes["gen_ai.evaluation.score.value"] = float(gate["score"])
@@ -388,9 +717,10 @@ def _call_attributes(entry: Mapping[str, Any]) -> dict[str, Any]:
 # ---------------------------------------------------------------- the span evaluated
 
 
-def _evidence_context(items: Iterable[Mapping[str, Any]]) -> Any:
-    """The context of the first item that came from an OTel trace's span (its step names
-    the span and trace ids), so the event is parented to the span it evaluates; else None."""
+def _evidence_span(items: Iterable[Mapping[str, Any]]) -> tuple[int, int, int] | None:
+    """(trace id, span id, sampled flag) of the first item that came from an OTel trace's
+    span (its step names the span and trace ids), so the event is parented to the span it
+    evaluates; else None."""
     for item in items:
         # type() is dict, not isinstance(..., Mapping): an abstract class's check cost 19 µs
         # an event here, most of it spent on bundles whose items have no step at all.
@@ -399,10 +729,7 @@ def _evidence_context(items: Iterable[Mapping[str, Any]]) -> Any:
             continue
         span_id, trace_id = _hex_id(step.get("span_id"), 16), _hex_id(step.get("trace_id"), 32)
         if span_id and trace_id:
-            from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
-
-            span = NonRecordingSpan(SpanContext(trace_id, span_id, is_remote=True, trace_flags=TraceFlags.SAMPLED))
-            return set_span_in_context(span)
+            return trace_id, span_id, 1
     return None
 
 
@@ -412,3 +739,108 @@ def _hex_id(value: Any, digits: int) -> int:
     if type(value) is not str or len(value) != digits or not _HEX.issuperset(value):
         return 0
     return int(value, 16)
+
+
+# ---------------------------------------------------------------- the exporter process
+
+# Per signal: the SDK's exporter, the batch processor's variables and their defaults (ms, records).
+_BATCHING = {"logs": ("OTEL_BLRP_", 1000, 512), "traces": ("OTEL_BSP_", 5000, 512)}
+_KINDS = {"logs": b"L", "traces": b"T"}
+
+
+class _Batches:
+    """One signal's records in the exporter process, sent in an export request when
+    ``MAX_EXPORT_BATCH_SIZE`` are held or ``SCHEDULE_DELAY`` after the first, as the SDK's
+    batch processors send."""
+
+    def __init__(self, signal: str, endpoint: str | None, resource: bytes, environ: Mapping[str, str]):
+        if signal == "logs":
+            from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter as Otlp
+        else:
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as Otlp
+        self.exporter = Otlp(endpoint=endpoint)
+        # The exporter's HTTP client: the step of its export() after encoding, which has
+        # no public name. Through it go its endpoint, headers, compression, TLS, timeout
+        # and retries, read from OTEL_* as the SDK reads them.
+        self.send_bytes = self.exporter._client.export
+        prefix, delay_ms, size = _BATCHING[signal]
+        self.delay_s = _positive(environ, prefix + "SCHEDULE_DELAY", delay_ms) / 1000
+        self.size = _positive(environ, prefix + "MAX_EXPORT_BATCH_SIZE", size)
+        self.head = (resource, otlp_wire.scope_message("admiss", __version__))
+        self.records: list[bytes] = []
+        self.due: float | None = None
+
+    def add(self, record: bytes) -> None:
+        if not self.records:
+            self.due = time.monotonic() + self.delay_s
+        self.records.append(record)
+        if len(self.records) >= self.size:
+            self.send()
+
+    def send(self) -> None:
+        if self.records:
+            self.send_bytes(otlp_wire.export_request(*self.head, self.records))
+        self.records, self.due = [], None
+
+
+def _positive(environ: Mapping[str, str], name: str, default: int) -> int:
+    value = environ.get(name, "").strip()
+    return int(value) if value.isdigit() and int(value) > 0 else default
+
+
+def export_main(setup: Mapping[str, Any], environ: Mapping[str, str] = os.environ) -> None:
+    """The exporter process: framed records from stdin (see _Channel) to their endpoints,
+    until end of input, when it sends what it holds."""
+    import queue
+    import threading
+
+    # Read from the start, while the SDK is imported (0.25 s of CPU): a pipe left unread
+    # fills in a few ms, and admiss check would wait on it.
+    chunks: queue.SimpleQueue = queue.SimpleQueue()
+    threading.Thread(target=_read_into, args=(sys.stdin.buffer.fileno(), chunks), daemon=True).start()
+    from opentelemetry.sdk.resources import Resource
+
+    resource = otlp_wire.resource_message(Resource.create(setup["resource"]).attributes)
+    batches = {_KINDS[signal]: _Batches(signal, endpoint or None, resource, environ)
+               for signal, endpoint in setup["endpoints"].items()}
+    pending = bytearray()
+    while True:
+        due = [b.due for b in batches.values() if b.due is not None]
+        try:
+            chunk = chunks.get(timeout=max(0.0, min(due) - time.monotonic()) if due else None)
+        except queue.Empty:
+            chunk = b"-"  # only time has passed
+        if not chunk:
+            break
+        if chunk != b"-":
+            pending += chunk
+            used = 0
+            while len(pending) - used >= 5:
+                end = used + 5 + _FRAME_LENGTH(pending, used + 1)[0]
+                if end > len(pending):
+                    break
+                batches[bytes(pending[used:used + 1])].add(bytes(pending[used + 5:end]))
+                used = end
+            del pending[:used]
+        now = time.monotonic()
+        for held in batches.values():
+            if held.due is not None and held.due <= now:
+                held.send()
+    for held in batches.values():
+        held.send()
+        held.exporter.shutdown()
+
+
+def _read_into(fd: int, chunks: Any) -> None:
+    while True:
+        chunk = os.read(fd, 1 << 20)
+        chunks.put(chunk)
+        if not chunk:
+            return
+
+
+_FRAME_LENGTH = struct.Struct("<I").unpack_from
+
+
+if __name__ == "__main__":
+    export_main(json.loads(sys.argv[1]))

@@ -23,6 +23,7 @@ import time
 from typing import Any, Mapping
 
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -249,10 +250,14 @@ class Gateway:
                           "receipt_store_failed", wire=wire)
         finally:
             self.metrics.in_flight.dec()
+        response = self._answer(served, wire, incoming)
         if self.telemetry is not None:
-            self.telemetry.served(served, router.chain, _header(scope, b"traceparent"), _header(scope, b"tracestate"),
-                                  started_ns)
-        return self._answer(served, wire, incoming)
+            # Once the answer is sent: the client does not wait for the request's spans and events.
+            response.background = BackgroundTask(self._telemetry_of, served, router.chain, scope, started_ns)
+        return response
+
+    async def _telemetry_of(self, served: Served, chain: Any, scope: Scope, started_ns: int) -> None:
+        self.telemetry.served(served, chain, _header(scope, b"traceparent"), _header(scope, b"tracestate"), started_ns)
 
     def _answer(self, served: Served, wire: Any, incoming: Incoming) -> Response:
         receipt_id = served.receipt["id"]

@@ -1,0 +1,256 @@
+"""Langfuse: one trace with its observations, as the public API's ``GET
+/api/public/traces/{id}`` returns it (the trace's fields with an ``observations`` array) or
+as the UI's download gives it (``{"trace": {...}, "observations": [...]}``).
+
+Observations are read in order of ``startTime`` (ties in file order). A ``TOOL``
+observation is a tool call and its result in one: its ``input`` the arguments, its
+``output`` the result; its tool name and call id are the OpenTelemetry ``gen_ai.tool.*`` (or
+OpenInference ``tool.name``, ``tool_call.id``) attributes of its ``metadata`` when given,
+else its ``name``. A ``GENERATION`` gives the new ``user`` and ``system`` texts of its
+``input`` and the text of its ``output`` (the messages of whatever API the instrumentation
+recorded: Chat Completions, Responses, OpenTelemetry GenAI parts, Gemini, Anthropic,
+LangChain); the tool calls it requests are the TOOL observations', as with the Agents SDK's
+trace export. Other observations (SPAN, AGENT, CHAIN, EVENT, ...) are skipped.
+
+Errors: an observation whose ``level`` is ``ERROR`` (what Langfuse sets from an OpenTelemetry
+span's error status) failed, its ``statusMessage`` the reason; a TOOL observation's output is
+else judged by the rule for formats without an error flag. A failed observation that is no
+TOOL is listed in ``skipped`` with its reason. Langfuse stores text fields as JSON text, and
+the UI's download writes a string field as its JSON text again: a text that is a JSON
+string is read as the string it holds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from admiss.traces.build import Steps, error_in, fail, field, short, text_error, type_word, typed
+from admiss.traces.steps import ASSISTANT_TEXT, FINAL_ANSWER, SYSTEM, USER, Skipped, Step, StepRef, Trace, loads_json
+
+NAME = "langfuse"
+LEVELS = ("DEBUG", "DEFAULT", "WARNING", "ERROR")
+_ROLES = {"user": USER, "human": USER, "system": SYSTEM, "developer": SYSTEM}
+_ASSISTANT_ROLES = frozenset(("assistant", "model", "ai"))
+# The parts of a model's message that are a tool call (OpenTelemetry GenAI, Responses,
+# Anthropic), and those that are not its text (thinking, tool results).
+_CALL_TYPES = frozenset(("tool_call", "function_call", "tool_use", "custom_tool_call"))
+_NOT_TEXT_TYPES = frozenset(("thinking", "redacted_thinking", "reasoning", "tool_call_response", "tool_result",
+                             "function_call_output", "tool"))
+# Where a message's text sits in the shapes above: descended into, in this order.
+_NESTED = ("choices", "candidates", "message", "content", "parts", "output", "messages", "contents")
+_TOOL_NAMES = ("gen_ai.tool.name", "tool.name")
+_CALL_IDS = ("gen_ai.tool.call.id", "tool_call.id")
+# Layers of JSON text read off a text field (the download writes a stored JSON text again).
+_LAYERS = 4
+
+
+def mismatch(value: Any) -> tuple[str, str] | None:
+    """Where and why ``value`` is not a Langfuse trace export, or None when it is one."""
+    if not isinstance(value, dict) or "observations" not in value:
+        return "$", "no \"observations\" of a Langfuse trace"
+    if not isinstance(value["observations"], list):
+        return "observations", "not an array"
+    if not isinstance(value.get("trace"), dict) and "id" not in value:
+        return "$", "neither a \"trace\" object (the UI's download) nor the trace's \"id\" (the public API's)"
+    return None
+
+
+class _TraceSteps(Steps):
+    """The trace's steps, the model its last generation named, and whether the run ends on a
+    model turn that asks for tools none of which ran after it."""
+
+    model: str | None = None
+    asking: bool = False
+
+
+def read(value: Any, name: str) -> Trace:
+    """The Trace of a Langfuse trace export; TraceError at the first element that breaks its shape."""
+    typed(value, dict, name, "$")
+    observations = field(value, "observations", list, name, "$")
+    order = []
+    for i, observation in enumerate(observations):
+        at = f"observations[{i}]"
+        if type(observation) is not dict:
+            fail(name, at, f"must be an object, not {type_word(observation)}",
+                 hint="a trace list gives observation ids only: export the trace itself (GET /api/public/traces/{id})")
+        started = observation.get("startTime")
+        order.append((started if type(started) is str else "", i, at, observation))
+    order.sort(key=lambda item: item[:2])  # ISO times of one clock sort as text; ties in file order
+    steps = _TraceSteps(NAME, name)
+    seen: set[tuple[str, str]] = set()
+    for _, i, at, observation in order:
+        kind = field(observation, "type", str, name, at)
+        level = _level(observation, name, at)
+        ref = StepRef(NAME, at, i, span_id=observation["id"] if type(observation.get("id")) is str else None)
+        if kind == "TOOL":
+            _tool(steps, observation, level, ref, name)
+        elif level == "ERROR":
+            steps.skip(ref, f"{kind} observation that failed: {_failure(observation)}")
+        elif kind == "GENERATION":
+            _generation(steps, observation, ref, seen)
+        else:
+            steps.skip(ref, f"{kind} observation")
+    return _trace(steps)
+
+
+def _level(observation: dict, name: str, at: str) -> str:
+    """The observation's level; B021 for one Langfuse does not have (an unknown word must not
+    pass for a level that is no failure)."""
+    level = observation.get("level")
+    if level is None:
+        return "DEFAULT"
+    if level not in LEVELS:
+        fail(name, f"{at}.level", f"unknown level {short(repr(level))}", hint="levels: " + ", ".join(LEVELS))
+    return level
+
+
+def _failure(observation: dict) -> str:
+    message = observation.get("statusMessage")
+    return short(message.strip()) if type(message) is str and message.strip() else "level ERROR"
+
+
+def text_of(value: Any) -> Any:
+    """A field's value with the layers of JSON string text around it read off (the UI's
+    download writes a stored text as its JSON text again); any other value as it is."""
+    for _ in range(_LAYERS):
+        if type(value) is not str or value.lstrip()[:1] != '"':
+            return value
+        try:
+            inner = loads_json(value)
+        except (ValueError, RecursionError):  # text that only starts like JSON
+            return value
+        if type(inner) is not str:
+            return value
+        value = inner
+    return value
+
+
+def _json(value: Any) -> Any:
+    """A field's value, its JSON text read as the object or array it holds."""
+    value = text_of(value)
+    if type(value) is str and value.lstrip()[:1] in ("{", "["):
+        try:
+            return loads_json(value)
+        except (ValueError, RecursionError):  # text that only starts like JSON
+            return value
+    return value
+
+
+def _attributes(observation: dict) -> dict:
+    """The OpenTelemetry attributes in an observation's metadata (an object, or its JSON text)."""
+    metadata = observation.get("metadata")
+    if type(metadata) is str:
+        if "tool" not in metadata:
+            return {}  # the only attributes read are a tool's: most metadata is not parsed
+        metadata = _json(metadata)
+    attributes = metadata.get("attributes") if type(metadata) is dict else None
+    return attributes if type(attributes) is dict else {}
+
+
+def _tool(steps: _TraceSteps, observation: dict, level: str, ref: StepRef, name: str) -> None:
+    attributes = _attributes(observation)
+    tool = next((attributes[key] for key in _TOOL_NAMES if type(attributes.get(key)) is str and attributes[key]),
+                None) or field(observation, "name", str, name, ref.path)
+    call_id = next((attributes[key] for key in _CALL_IDS if type(attributes.get(key)) is str), None)
+    if call_id is not None:
+        ref = StepRef(NAME, ref.path, ref.message_index, call_id, ref.span_id)
+    call = steps.call(ref, tool, _arguments(observation.get("input")), None)
+    steps.asking = False
+    output = text_of(observation.get("output"))
+    if level == "ERROR":
+        reason: str | None = _failure(observation)
+    elif output is None:
+        return  # no output recorded: the call stays without a result
+    else:
+        # Text is judged as text: its JSON read here would lose a key it gives twice.
+        reason = text_error(output) if type(output) is str else error_in(output)
+    steps.resolve(call, output, reason, None, from_text=type(output) is str)
+
+
+def _arguments(given: Any) -> Any:
+    """A TOOL observation's input as arguments: JSON text as the source wrote it, a value as
+    it is; other text (Langfuse records what the tool was given, not the model's JSON, so
+    it is no broken call) as ``{"input": text}``."""
+    given = text_of(given)
+    if given is None:
+        return {}
+    if type(given) is not str:
+        return given
+    try:
+        loads_json(given)
+    except (ValueError, RecursionError):
+        return {"input": given}
+    return given
+
+
+def _generation(steps: _TraceSteps, observation: dict, ref: StepRef, seen: set[tuple[str, str]]) -> None:
+    for role, text in _texts(observation.get("input"), "user", None)[0]:
+        if role in _ROLES and (role, text) not in seen:
+            seen.add((role, text))
+            steps.add(Step(_ROLES[role], StepRef(NAME, f"{ref.path}.input", ref.message_index, span_id=ref.span_id),
+                           text=text))
+    said, asks = _texts(observation.get("output"), "assistant", "assistant")
+    text = "\n".join(text for role, text in said if role in _ASSISTANT_ROLES)
+    if text:
+        steps.add(Step(ASSISTANT_TEXT, StepRef(NAME, f"{ref.path}.output", ref.message_index, span_id=ref.span_id),
+                       text=text))
+    elif not asks:
+        steps.skip(ref, "GENERATION observation with no output text")
+    if asks:
+        steps.skip(ref, "GENERATION observation's tool calls (read from its TOOL observations)")
+    steps.asking = asks
+    if type(observation.get("model")) is str:
+        steps.model = observation["model"]
+
+
+def _texts(value: Any, plain: str, nested: str | None) -> tuple[list[tuple[str | None, str]], bool]:
+    """The (role, text) of each message text in a generation's ``input`` or ``output`` (a
+    plain text is one of role ``plain``; a message that names no role, of ``nested``), and
+    whether it asks for a tool call. An explicit stack: the value is the producer's, and may
+    nest deeper than Python's."""
+    found: list[tuple[str | None, str]] = []
+    asks = False
+    value = _json(value)
+    stack: list[tuple[Any, str | None]] = [(value, plain if type(value) is str else nested)]
+    while stack:
+        item, role = stack.pop()
+        if type(item) is str:
+            if item.strip():
+                found.append((role, item))
+            continue
+        if type(item) is list:
+            stack.extend((part, role) for part in reversed(item))
+            continue
+        if type(item) is not dict:
+            continue
+        given = item.get("role")
+        role = given if type(given) is str else role
+        kind = item.get("type")
+        if item.get("tool_calls") or "functionCall" in item or "toolCallId" in item:
+            asks = True
+        if kind in _CALL_TYPES:
+            asks = True
+            continue
+        if kind in _NOT_TEXT_TYPES or item.get("thought") is True or role == "tool":
+            continue
+        text = item.get("text")
+        if type(text) is str and text.strip():
+            found.append((role, text))
+        for key in reversed(_NESTED):
+            child = item.get(key)
+            if type(child) is list or type(child) is dict or key == "content" and type(child) is str and \
+                    type(text) is not str:
+                stack.append((child, role))
+    return found, asks
+
+
+def _trace(steps: _TraceSteps) -> Trace:
+    """The Trace; a run whose last model turn asks for tools that no TOOL observation after
+    it ran has no final answer (its text before them is the agent's, not its answer)."""
+    trace = steps.trace(steps.model)
+    if not steps.asking or not trace.steps or trace.steps[-1].type != FINAL_ANSWER:
+        return trace
+    last = trace.steps[-1]
+    note = Skipped(last.ref, "the run ends on a model turn that asks for tools no TOOL observation ran: no final answer")
+    return Trace(trace.format, trace.steps[:-1] + (Step(ASSISTANT_TEXT, last.ref, text=last.text),), trace.model,
+                 trace.skipped + (note,))

@@ -195,10 +195,30 @@ def _swe_agent(k: int) -> Any:
     return {"trajectory": steps, "info": {"exit_status": "submitted", "submission": "done"}}
 
 
+def _langfuse(k: int) -> Any:
+    observations = []
+    for t in range(TURNS):
+        call, at = f"call_{k}_{t}", f"2025-09-30T09:{t:02d}:0"
+        observations += [
+            {"id": f"g{t}", "type": "GENERATION", "name": "chat", "level": "DEFAULT", "startTime": f"{at}1.000Z",
+             "model": "gpt-4.1", "input": json.dumps([{"role": "user", "content": f"Status of NR-{k}-{t}?"}]),
+             "output": json.dumps({"role": "assistant", "content": None, "tool_calls": [{"id": call, "type": "function", "function": {
+                 "name": "lookup_booking", "arguments": json.dumps({"booking_id": f"NR-{k}-{t}"})}}]})},
+            {"id": f"t{t}", "type": "TOOL", "name": "lookup_booking", "level": "DEFAULT", "startTime": f"{at}2.000Z",
+             "metadata": json.dumps({"attributes": {"gen_ai.tool.name": "lookup_booking", "gen_ai.tool.call.id": call}}),
+             "input": json.dumps({"booking_id": f"NR-{k}-{t}"}), "output": json.dumps(_record(k, t))},
+            {"id": f"a{t}", "type": "GENERATION", "name": "chat", "level": "DEFAULT", "startTime": f"{at}3.000Z",
+             "model": "gpt-4.1", "input": None,
+             "output": json.dumps({"role": "assistant", "content": f"Booking NR-{k}-{t} is confirmed."})},
+        ]
+    return {"trace": {"id": f"trace-{k}", "name": "support"}, "observations": observations}
+
+
 GENERATORS: dict[str, Callable[[int], Any]] = {
     "openai_chat": _openai_chat, "openai_responses": _openai_responses, "anthropic": _anthropic,
     "otel_genai": _otel_genai, "adk": _adk, "agents_sdk": _agents_sdk, "inspect": _inspect,
     "langchain": _langchain, "openinference": _openinference, "claude_code": _claude_code, "swe_agent": _swe_agent,
+    "langfuse": _langfuse,
 }
 
 

@@ -36,8 +36,8 @@ _ASSISTANT_ROLES = frozenset(("assistant", "model", "ai"))
 _CALL_TYPES = frozenset(("tool_call", "function_call", "tool_use", "custom_tool_call"))
 _NOT_TEXT_TYPES = frozenset(("thinking", "redacted_thinking", "reasoning", "tool_call_response", "tool_result",
                              "function_call_output", "tool"))
-# Where a message's text sits in the shapes above: descended into, in this order.
-_NESTED = ("choices", "candidates", "message", "content", "parts", "output", "messages", "contents")
+# Where a message's text sits in the shapes above: descended into.
+_NESTED = frozenset(("choices", "candidates", "message", "content", "parts", "output", "messages", "contents"))
 _TOOL_NAMES = ("gen_ai.tool.name", "tool.name")
 _CALL_IDS = ("gen_ai.tool.call.id", "tool_call.id")
 # Layers of JSON text read off a text field (the download writes a stored JSON text again).
@@ -79,9 +79,14 @@ def read(value: Any, name: str) -> Trace:
     steps = _TraceSteps(NAME, name)
     seen: set[tuple[str, str]] = set()
     for _, i, at, observation in order:
-        kind = field(observation, "type", str, name, at)
-        level = _level(observation, name, at)
-        ref = StepRef(NAME, at, i, span_id=observation["id"] if type(observation.get("id")) is str else None)
+        kind = observation.get("type")
+        if type(kind) is not str:
+            kind = field(observation, "type", str, name, at)
+        level = observation.get("level")
+        if level != "DEFAULT":  # the first test answers for nearly every observation
+            level = _level(level, name, at)
+        given = observation.get("id")
+        ref = StepRef(NAME, at, i, span_id=given if type(given) is str else None)
         if kind == "TOOL":
             _tool(steps, observation, level, ref, name)
         elif level == "ERROR":
@@ -93,10 +98,9 @@ def read(value: Any, name: str) -> Trace:
     return _trace(steps)
 
 
-def _level(observation: dict, name: str, at: str) -> str:
-    """The observation's level; B021 for one Langfuse does not have (an unknown word must not
-    pass for a level that is no failure)."""
-    level = observation.get("level")
+def _level(level: Any, name: str, at: str) -> str:
+    """An observation's ``level`` as given; B021 for one Langfuse does not have (an unknown
+    word must not pass for a level that is no failure)."""
     if level is None:
         return "DEFAULT"
     if level not in LEVELS:
@@ -184,7 +188,7 @@ def _arguments(given: Any) -> Any:
 
 
 def _generation(steps: _TraceSteps, observation: dict, ref: StepRef, seen: set[tuple[str, str]]) -> None:
-    for role, text in _texts(observation.get("input"), "user", None)[0]:
+    for role, text in _texts(_new_messages(_json(observation.get("input"))), "user", None)[0]:
         if role in _ROLES and (role, text) not in seen:
             seen.add((role, text))
             steps.add(Step(_ROLES[role], StepRef(NAME, f"{ref.path}.input", ref.message_index, span_id=ref.span_id),
@@ -203,6 +207,21 @@ def _generation(steps: _TraceSteps, observation: dict, ref: StepRef, seen: set[t
         steps.model = observation["model"]
 
 
+def _new_messages(given: Any) -> Any:
+    """The messages of a generation's input after its last assistant message (an input
+    holds the whole conversation so far: walking it all for each generation would read a
+    run in time quadratic in its length), or the whole input when it is no message list."""
+    messages = given.get("messages", given.get("contents")) if type(given) is dict else given
+    if type(messages) is not list:
+        return given
+    for j in range(len(messages) - 1, -1, -1):
+        message = messages[j]
+        role = message.get("role") if type(message) is dict else None
+        if type(role) is str and role in _ASSISTANT_ROLES:
+            return messages[j + 1:]
+    return given
+
+
 def _texts(value: Any, plain: str, nested: str | None) -> tuple[list[tuple[str | None, str]], bool]:
     """The (role, text) of each message text in a generation's ``input`` or ``output`` (a
     plain text is one of role ``plain``; a message that names no role, of ``nested``), and
@@ -210,37 +229,39 @@ def _texts(value: Any, plain: str, nested: str | None) -> tuple[list[tuple[str |
     nest deeper than Python's."""
     found: list[tuple[str | None, str]] = []
     asks = False
+    if value is None:
+        return found, asks
     value = _json(value)
     stack: list[tuple[Any, str | None]] = [(value, plain if type(value) is str else nested)]
     while stack:
         item, role = stack.pop()
-        if type(item) is str:
-            if item.strip():
-                found.append((role, item))
-            continue
-        if type(item) is list:
-            stack.extend((part, role) for part in reversed(item))
-            continue
-        if type(item) is not dict:
-            continue
-        given = item.get("role")
-        role = given if type(given) is str else role
-        kind = item.get("type")
-        if item.get("tool_calls") or "functionCall" in item or "toolCallId" in item:
-            asks = True
-        if kind in _CALL_TYPES:
-            asks = True
-            continue
-        if kind in _NOT_TEXT_TYPES or item.get("thought") is True or role == "tool":
-            continue
-        text = item.get("text")
-        if type(text) is str and text.strip():
-            found.append((role, text))
-        for key in reversed(_NESTED):
-            child = item.get(key)
-            if type(child) is list or type(child) is dict or key == "content" and type(child) is str and \
-                    type(text) is not str:
-                stack.append((child, role))
+        if type(item) is dict:
+            given = item.get("role")
+            if type(given) is str:
+                role = given
+            kind = item.get("type")
+            if type(kind) is not str:
+                kind = None  # an unhashable value could not be looked up
+            if kind in _CALL_TYPES:
+                asks = True
+                continue
+            if item.get("tool_calls") or "functionCall" in item or "toolCallId" in item:
+                asks = True
+            if kind in _NOT_TEXT_TYPES or role == "tool" or item.get("thought") is True:
+                continue
+            text = item.get("text")
+            has_text = type(text) is str
+            if has_text and text.strip():
+                found.append((role, text))
+            # In the source's order: a message's keys, most often two or three, are fewer than _NESTED.
+            children = [(child, role) for key, child in item.items() if key in _NESTED and (
+                type(child) is list or type(child) is dict or key == "content" and type(child) is str and not has_text)]
+            children.reverse()
+            stack += children
+        elif type(item) is list:
+            stack += [(part, role) for part in reversed(item)]
+        elif type(item) is str and item.strip():
+            found.append((role, item))
     return found, asks
 
 

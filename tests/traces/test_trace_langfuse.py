@@ -191,3 +191,17 @@ def test_text_before_tools_that_never_ran_is_no_final_answer():
     trace = read_trace(value)
     assert [s.type for s in trace.steps] == ["user", "assistant_text"] and trace.final_answer is None
     assert trace.steps[-1].text == "Let me look up the weather."
+
+
+def test_a_later_turns_user_message_is_read_once_in_its_place():
+    """Each generation's input holds the conversation so far: only what follows its last
+    assistant message is new."""
+    first = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Weather in Oslo?"}]
+    second = first + [{"role": "assistant", "content": "Sunny."}, {"role": "user", "content": "And Bergen?"}]
+    value = {"trace": {"id": "t"}, "observations": [
+        {"type": "GENERATION", "startTime": "1", "input": json.dumps(first), "output": '{"role": "assistant", "content": "Sunny."}'},
+        {"type": "GENERATION", "startTime": "2", "input": json.dumps(second), "output": '"Rainy."'}]}
+    trace = read_trace(value)
+    assert [(s.type, s.text) for s in trace.steps] == [
+        ("system", "Be brief."), ("user", "Weather in Oslo?"), ("assistant_text", "Sunny."), ("user", "And Bergen?"),
+        ("final_answer", "Rainy.")]

@@ -162,7 +162,8 @@ def test_json_offset_finds_the_deepest_element_on_the_path(path, expected):
     assert text[json_offset(text, path):].startswith(expected)
 
 
-FIXTURES = sorted((Path(__file__).parent / "fixtures").glob("*.json"))
+FIXTURES = sorted((Path(__file__).parent / "fixtures").glob("*.json")) + sorted(
+    (Path(__file__).parent / "fixtures" / "public").glob("langfuse_*.json"))
 JUNK = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=6)),
                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
                     max_leaves=6)

@@ -10,7 +10,9 @@ else its ``name``. A ``GENERATION`` gives the new ``user`` and ``system`` texts 
 ``input`` and the text of its ``output`` (the messages of whatever API the instrumentation
 recorded: Chat Completions, Responses, OpenTelemetry GenAI parts, Gemini, Anthropic,
 LangChain); the tool calls it requests are the TOOL observations', as with the Agents SDK's
-trace export. Other observations (SPAN, AGENT, CHAIN, EVENT, ...) are skipped.
+trace export. Other observations (SPAN, AGENT, CHAIN, EVENT, ...) are skipped, and so are
+the trace's own fields (its ``input``, ``output`` and ``scores`` are the framework's summary
+and the evaluators' opinion, not the run).
 
 Errors: an observation whose ``level`` is ``ERROR`` (what Langfuse sets from an OpenTelemetry
 span's error status) failed, its ``statusMessage`` the reason; a TOOL observation's output is
@@ -245,7 +247,7 @@ def _texts(value: Any, plain: str, nested: str | None) -> tuple[list[tuple[str |
             if kind in _CALL_TYPES:
                 asks = True
                 continue
-            if item.get("tool_calls") or "functionCall" in item or "toolCallId" in item:
+            if item.get("tool_calls") or "function_call" in item or "functionCall" in item or "toolCallId" in item:
                 asks = True
             if kind in _NOT_TEXT_TYPES or role == "tool" or item.get("thought") is True:
                 continue

@@ -205,3 +205,15 @@ def test_a_later_turns_user_message_is_read_once_in_its_place():
     assert [(s.type, s.text) for s in trace.steps] == [
         ("system", "Be brief."), ("user", "Weather in Oslo?"), ("assistant_text", "Sunny."), ("user", "And Bergen?"),
         ("final_answer", "Rainy.")]
+
+
+def test_a_gemini_function_call_part_asks_for_a_tool():
+    """ADK's model response says a word and asks for say_hello; the trace ends there."""
+    value = load(ADK)
+    asking = next(o for o in value["observations"] if o["type"] == "GENERATION" and "function_call" in o["output"])
+    response = json.loads(asking["output"])
+    response["content"]["parts"].insert(0, {"text": "Let me greet you."})
+    asking["output"] = json.dumps(response)
+    value["observations"] = [asking]
+    trace = read_trace(value)
+    assert [s.type for s in trace.steps] == ["user", "assistant_text"] and trace.final_answer is None

@@ -217,3 +217,11 @@ def test_a_gemini_function_call_part_asks_for_a_tool():
     value["observations"] = [asking]
     trace = read_trace(value)
     assert [s.type for s in trace.steps] == ["user", "assistant_text"] and trace.final_answer is None
+
+
+def test_an_array_of_traces_is_one_run_each():
+    from admiss.traces.read import read_traces
+
+    runs = read_traces([load(AGENTS), load(ADK)], "many.json")
+    assert [(name, [c.tool_name for c in calls(trace)]) for name, trace in runs] == [
+        ("many.json#[0]", ["get_weather"]), ("many.json#[1]", ["say_hello"])]

@@ -155,12 +155,15 @@ def _attributes(observation: dict) -> dict:
 
 def _tool(steps: _TraceSteps, observation: dict, level: str, ref: StepRef, name: str) -> None:
     attributes = _attributes(observation)
-    tool = next((attributes[key] for key in _TOOL_NAMES if type(attributes.get(key)) is str and attributes[key]),
-                None) or field(observation, "name", str, name, ref.path)
-    call_id = next((attributes[key] for key in _CALL_IDS if type(attributes.get(key)) is str), None)
+    tool = _first_text(attributes, _TOOL_NAMES) or field(observation, "name", str, name, ref.path)
+    call_id = _first_text(attributes, _CALL_IDS)
     if call_id is not None:
         ref = StepRef(NAME, ref.path, ref.message_index, call_id, ref.span_id)
-    call = steps.call(ref, tool, _arguments(observation.get("input")), None)
+    given = text_of(observation.get("input"))
+    arguments = _arguments(given)
+    call = steps.call(ref, tool, arguments, None)
+    if type(given) is str and arguments is not given:
+        call.args_text = given  # read once here, the text is kept as the source wrote it
     steps.asking = False
     output = text_of(observation.get("output"))
     if level == "ERROR":
@@ -173,20 +176,27 @@ def _tool(steps: _TraceSteps, observation: dict, level: str, ref: StepRef, name:
     steps.resolve(call, output, reason, None, from_text=type(output) is str)
 
 
+def _first_text(attributes: dict, keys: tuple[str, ...]) -> str | None:
+    """The value of the first of ``keys`` that ``attributes`` gives as a non-empty string."""
+    for key in keys:
+        value = attributes.get(key)
+        if type(value) is str and value:
+            return value
+    return None
+
+
 def _arguments(given: Any) -> Any:
-    """A TOOL observation's input as arguments: JSON text as the source wrote it, a value as
-    it is; other text (Langfuse records what the tool was given, not the model's JSON, so
-    it is no broken call) as ``{"input": text}``."""
-    given = text_of(given)
+    """A TOOL observation's input (its JSON string layers read off) as arguments: JSON text
+    as the value it holds, a value as it is; other text (Langfuse records what the tool was
+    given, not the model's JSON, so it is no broken call) as ``{"input": text}``."""
     if given is None:
         return {}
     if type(given) is not str:
         return given
     try:
-        loads_json(given)
+        return loads_json(given)
     except (ValueError, RecursionError):
         return {"input": given}
-    return given
 
 
 def _generation(steps: _TraceSteps, observation: dict, ref: StepRef, seen: set[tuple[str, str]]) -> None:
@@ -196,7 +206,10 @@ def _generation(steps: _TraceSteps, observation: dict, ref: StepRef, seen: set[t
             steps.add(Step(_ROLES[role], StepRef(NAME, f"{ref.path}.input", ref.message_index, span_id=ref.span_id),
                            text=text))
     said, asks = _texts(observation.get("output"), "assistant", "assistant")
-    text = "\n".join(text for role, text in said if role in _ASSISTANT_ROLES)
+    if len(said) == 1:  # most outputs are one message with one text
+        text = said[0][1] if said[0][0] in _ASSISTANT_ROLES else ""
+    else:
+        text = "\n".join(text for role, text in said if role in _ASSISTANT_ROLES)
     if text:
         steps.add(Step(ASSISTANT_TEXT, StepRef(NAME, f"{ref.path}.output", ref.message_index, span_id=ref.span_id),
                        text=text))
@@ -255,6 +268,13 @@ def _texts(value: Any, plain: str, nested: str | None) -> tuple[list[tuple[str |
             has_text = type(text) is str
             if has_text and text.strip():
                 found.append((role, text))
+            if _NESTED.isdisjoint(item):
+                continue
+            content = item.get("content")
+            if type(content) is str and not has_text and len(_NESTED.intersection(item)) == 1:
+                if content.strip():  # a plain message: its one text, with no walk
+                    found.append((role, content))
+                continue
             # In the source's order: a message's keys, most often two or three, are fewer than _NESTED.
             children = [(child, role) for key, child in item.items() if key in _NESTED and (
                 type(child) is list or type(child) is dict or key == "content" and type(child) is str and not has_text)]

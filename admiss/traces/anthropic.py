@@ -87,13 +87,16 @@ def _blocks(steps: Steps, blocks: list, role: str, i: int, where: str, name: str
     text_at = steps.position()  # the message's text step goes where its first text block stands
     only_text = True
     for j, block in enumerate(blocks):
+        kind = block.get("type") if type(block) is dict else None
+        if kind == "text" and type(block.get("text")) is str:  # the common block: no path worded for it
+            if not texts:
+                text_at = steps.position()
+            texts.append(block["text"])
+            continue
         at = f"{where}.content[{j}]"
         kind = field(typed(block, dict, name, at), "type", str, name, at)
         if kind == "text":
-            if not texts:
-                text_at = steps.position()
-            texts.append(field(block, "text", str, name, at))
-            continue
+            texts.append(field(block, "text", str, name, at))  # raises: its text is no string
         only_text = False
         if kind == "thinking":
             steps.add(Step(REASONING, StepRef(NAME, at, i), text=field(block, "thinking", str, name, at)))

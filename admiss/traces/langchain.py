@@ -70,8 +70,9 @@ def read(value: Any, name: str) -> Trace:
             _run(steps, run, where, name)
     else:
         for i, item in enumerate(value):
-            kind, data, at = _message(item, name, f"$[{i}]")
-            _read_message(steps, kind, data, at, StepRef(NAME, f"$[{i}]", i), name)
+            where = f"$[{i}]"
+            kind, data, at = _message(item, name, where)
+            _read_message(steps, kind, data, at, StepRef(NAME, where, i), name)
     return steps.trace(steps.model)
 
 
@@ -118,7 +119,10 @@ def _ai(steps: _RunSteps, data: dict, where: str, ref: StepRef, name: str) -> No
         steps.model = metadata["model_name"]
     made = False
     for key in ("tool_calls", "invalid_tool_calls"):
-        for j, call in enumerate(typed(data.get(key) or [], list, name, f"{where}.{key}")):
+        given = data.get(key)
+        if not given:  # most messages make no call: no path is worded for them
+            continue
+        for j, call in enumerate(typed(given, list, name, f"{where}.{key}")):
             at = f"{where}.{key}[{j}]"
             typed(call, dict, name, at)
             call_id = call.get("id") if type(call.get("id")) is str else None

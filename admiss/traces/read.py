@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from admiss.collector import collector_paused
 from admiss.errors import Diagnostic, TraceError, did_you_mean
-from admiss.traces import adk, agents_sdk, anthropic, api_response, claude_code, codex, inspect_eval, langchain, openai_chat, openinference, openai_responses, otel_genai, swe_agent
+from admiss.traces import adk, agents_sdk, anthropic, api_response, claude_code, codex, inspect_eval, langchain, langfuse, openai_chat, openinference, openai_responses, otel_genai, swe_agent
 from admiss.traces.input import RUN_FIELDS
 from admiss.traces.steps import Trace
 
@@ -21,7 +21,7 @@ from admiss.traces.steps import Trace
 NO_FORMAT, UNKNOWN_FORMAT, TOO_DEEP = "B020", "B024", "B025"
 
 FORMATS: dict[str, ModuleType] = {module.NAME: module for module in (
-    inspect_eval, claude_code, codex, agents_sdk, langchain, openai_chat, openai_responses, anthropic, openinference, otel_genai, adk, api_response, swe_agent)}
+    inspect_eval, claude_code, codex, agents_sdk, langfuse, langchain, openai_chat, openai_responses, anthropic, openinference, otel_genai, adk, api_response, swe_agent)}
 FORMAT_NAMES: tuple[str, ...] = tuple(FORMATS)
 # The formats whose .jsonl file is one run, a line per event, not a run per line.
 EVENT_LOGS: tuple[ModuleType, ...] = (claude_code, codex)

@@ -91,6 +91,22 @@ def swe_agent(traj):
     return [(len(steps), failed, traj["info"]["submission"] if submitted else None)]
 
 
+def langfuse(export):
+    observations = sorted(export["observations"], key=lambda o: o["startTime"])
+    tools = [o for o in observations if o["type"] == "TOOL"]
+    last = [o for o in observations if o["type"] == "GENERATION"][-1]
+    output = json.loads(last["output"]) if isinstance(last["output"], str) else last["output"]
+    if isinstance(output, list):  # OpenTelemetry GenAI messages
+        parts = output[-1]["parts"]
+        answer = parts[0]["content"] if parts[0]["type"] == "text" else None
+    elif "content" in output:  # Google ADK's LlmResponse
+        answer = output["content"]["parts"][0].get("text")
+    else:  # an OpenAI Responses API response
+        item = output["output"][-1]
+        answer = item["content"][0]["text"] if item["type"] == "message" else None
+    return [(len(tools), sum(o["level"] == "ERROR" for o in tools), answer)]
+
+
 def jsonl(path):
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
@@ -108,6 +124,10 @@ CASES = [
     (PUBLIC / "claude_code_representative.jsonl", claude_code),
     (PUBLIC / "swe_agent_test_repo_i1.traj", swe_agent),
     (PUBLIC / "swe_agent_pydicom_1458.traj", swe_agent),
+    (PUBLIC / "langfuse_openai_agents_2025_09_30.trace.json", langfuse),
+    (PUBLIC / "langfuse_pydantic_ai_tools_2025_12_04.trace.json", langfuse),
+    (PUBLIC / "langfuse_microsoft_agent_2025_12_17.trace.json", langfuse),
+    (PUBLIC / "langfuse_google_adk_2025_08_28.trace.json", langfuse),
 ]
 
 

@@ -162,7 +162,8 @@ def test_json_offset_finds_the_deepest_element_on_the_path(path, expected):
     assert text[json_offset(text, path):].startswith(expected)
 
 
-FIXTURES = sorted((Path(__file__).parent / "fixtures").glob("*.json"))
+FIXTURES = sorted((Path(__file__).parent / "fixtures").glob("*.json")) + sorted(
+    (Path(__file__).parent / "fixtures" / "public").glob("langfuse_*.json"))
 JUNK = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=6)),
                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
                     max_leaves=6)
@@ -206,11 +207,15 @@ def test_fixtures_with_a_part_replaced_give_a_trace_or_a_located_error(fixture):
 
 # Results of every shape that could hide an error from a quick look at the text: "error" as
 # a key, a value or a first word, spelled with escapes, nested, in any case.
+_SIGNAL_KEYS = ["error", "status", "message", "error_message", "x", "isError", "is_error", "result", "response_type",
+                "error_details", "content"]
+_SIGNAL_VALUES = ["error", "Error", "eRrOr", "ok", "", "errors", "confirmed", "Error: boom",
+                  "ERROR_HANDLED_BY_REFLECT_AND_RETRY_PLUGIN", "Tool execution was not approved.",
+                  "An error occurred while running the tool. Please try again."]
 _error_texts = st.one_of(
-    st.recursive(st.none() | st.booleans() | st.integers() | st.sampled_from(["error", "Error", "ok", "", "errors"]),
+    st.recursive(st.none() | st.booleans() | st.integers() | st.sampled_from(_SIGNAL_VALUES),
                  lambda inner: st.lists(inner, max_size=3)
-                 | st.dictionaries(st.sampled_from(["error", "status", "message", "error_message", "x"]), inner,
-                                   max_size=3),
+                 | st.dictionaries(st.sampled_from(_SIGNAL_KEYS), inner, max_size=3),
                  max_leaves=6).map(json.dumps),
     st.text(alphabet="errorERO{}[]\":, \\u0065", max_size=30),
 )
@@ -225,6 +230,35 @@ def test_a_results_error_is_found_without_parsing_the_same_as_with(text, escaped
     if escaped:  # the same JSON with every "e" written as an escape
         text = text.replace("e", "\\u0065")
     assert text_error(text) == error_in(result_value(text))
+
+
+def _first_wins(pairs):
+    found = {}
+    for key, value in pairs:
+        found.setdefault(key, value)
+    return found
+
+
+@settings(max_examples=400, deadline=None)
+@given(fields=st.lists(st.tuples(st.sampled_from(_SIGNAL_KEYS), st.none() | st.booleans() | st.sampled_from(_SIGNAL_VALUES)),
+                       min_size=1, max_size=4))
+def test_a_result_that_repeats_a_key_is_an_error_whenever_either_reading_of_it_is(fields):
+    """The quick look at a result's text may skip a repeated key only where no decoder,
+    keeping the first or the last of it, would read an error."""
+    from admiss.traces.build import error_in, text_error
+
+    text = "{" + ", ".join(f"{json.dumps(key)}: {json.dumps(value)}" for key, value in fields) + "}"
+    if error_in(json.loads(text)) is not None or error_in(json.loads(text, object_pairs_hook=_first_wins)) is not None:
+        assert text_error(text) is not None
+
+
+def test_a_result_parsed_for_a_key_alone_no_more():
+    """A booking's "status": "confirmed" says nothing of an error: the result is not parsed
+    (so a key given twice elsewhere in it is no failure either; one that could be is above)."""
+    from admiss.traces.build import text_error
+
+    assert text_error('{"status": "confirmed", "fare": 1, "fare": 2}') is None
+    assert text_error('{"status": "ERROR", "fare": 1, "fare": 2}') is not None
 
 
 def test_a_step_reference_is_a_value():

@@ -54,6 +54,16 @@ def adk(n):
                        {"author": "user", "content": {"role": "user", "parts": answers}}]}
 
 
+def langfuse(n):
+    observations = []
+    for i in range(n):  # one observation id and one call id throughout: nothing is paired by them
+        observations.append({"type": "GENERATION", "startTime": f"{i:08d}", "input": [{"role": "user", "content": "u"}],
+                             "output": {"role": "assistant", "content": None, "tool_calls": [{"id": "c1"}]}})
+        observations.append({"type": "TOOL", "name": "t", "startTime": f"{i:08d}", "id": "o1", "input": "{}",
+                             "output": "ok", "metadata": {"attributes": {"gen_ai.tool.call.id": "c1"}}})
+    return {"trace": {"id": "t"}, "observations": observations}
+
+
 def best_seconds(value) -> float:
     value = json.loads(json.dumps(value))
     best = float("inf")
@@ -64,7 +74,7 @@ def best_seconds(value) -> float:
     return best
 
 
-@pytest.mark.parametrize("make", [chat, responses, anthropic, otel, adk], ids=lambda make: make.__name__)
+@pytest.mark.parametrize("make", [chat, responses, anthropic, otel, adk, langfuse], ids=lambda make: make.__name__)
 def test_reading_time_grows_linearly(make):
     n = 1500
     ratio = best_seconds(make(8 * n)) / best_seconds(make(n))

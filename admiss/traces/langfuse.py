@@ -1,0 +1,299 @@
+"""Langfuse: one trace with its observations, as the public API's ``GET
+/api/public/traces/{id}`` returns it (the trace's fields with an ``observations`` array) or
+as the UI's download gives it (``{"trace": {...}, "observations": [...]}``).
+
+Observations are read in order of ``startTime`` (ties in file order). A ``TOOL``
+observation is a tool call and its result in one: its ``input`` the arguments, its
+``output`` the result; its tool name and call id are the OpenTelemetry ``gen_ai.tool.*`` (or
+OpenInference ``tool.name``, ``tool_call.id``) attributes of its ``metadata`` when given,
+else its ``name``. A ``GENERATION`` gives the new ``user`` and ``system`` texts of its
+``input`` and the text of its ``output`` (the messages of whatever API the instrumentation
+recorded: Chat Completions, Responses, OpenTelemetry GenAI parts, Gemini, Anthropic,
+LangChain); the tool calls it requests are the TOOL observations', as with the Agents SDK's
+trace export. Other observations (SPAN, AGENT, CHAIN, EVENT, ...) are skipped, and so are
+the trace's own fields (its ``input``, ``output`` and ``scores`` are the framework's summary
+and the evaluators' opinion, not the run).
+
+Errors: an observation whose ``level`` is ``ERROR`` (what Langfuse sets from an OpenTelemetry
+span's error status) failed, its ``statusMessage`` the reason; a TOOL observation's output is
+else judged by the rule for formats without an error flag. A failed observation that is no
+TOOL is listed in ``skipped`` with its reason. Langfuse stores text fields as JSON text, and
+the UI's download writes a string field as its JSON text again: a text that is a JSON
+string is read as the string it holds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from admiss.traces.build import Steps, error_in, fail, field, short, text_error, type_word, typed
+from admiss.traces.steps import ASSISTANT_TEXT, FINAL_ANSWER, SYSTEM, USER, Skipped, Step, StepRef, Trace, loads_json
+
+NAME = "langfuse"
+LEVELS = ("DEBUG", "DEFAULT", "WARNING", "ERROR")
+_ROLES = {"user": USER, "human": USER, "system": SYSTEM, "developer": SYSTEM}
+_ASSISTANT_ROLES = frozenset(("assistant", "model", "ai"))
+# The parts of a model's message that are a tool call (OpenTelemetry GenAI, Responses,
+# Anthropic), and those that are not its text (thinking, tool results).
+_CALL_TYPES = frozenset(("tool_call", "function_call", "tool_use", "custom_tool_call"))
+_NOT_TEXT_TYPES = frozenset(("thinking", "redacted_thinking", "reasoning", "tool_call_response", "tool_result",
+                             "function_call_output", "tool"))
+# Where a message's text sits in the shapes above: descended into.
+_NESTED = frozenset(("choices", "candidates", "message", "content", "parts", "output", "messages", "contents"))
+_TOOL_NAMES = ("gen_ai.tool.name", "tool.name")
+_CALL_IDS = ("gen_ai.tool.call.id", "tool_call.id")
+# Layers of JSON text read off a text field (the download writes a stored JSON text again).
+_LAYERS = 4
+
+
+def mismatch(value: Any) -> tuple[str, str] | None:
+    """Where and why ``value`` is not a Langfuse trace export, or None when it is one."""
+    if not isinstance(value, dict) or "observations" not in value:
+        return "$", "no \"observations\" of a Langfuse trace"
+    if not isinstance(value["observations"], list):
+        return "observations", "not an array"
+    if not isinstance(value.get("trace"), dict) and "id" not in value:
+        return "$", "neither a \"trace\" object (the UI's download) nor the trace's \"id\" (the public API's)"
+    return None
+
+
+class _TraceSteps(Steps):
+    """The trace's steps, the model its last generation named, and whether the run ends on a
+    model turn that asks for tools none of which ran after it."""
+
+    model: str | None = None
+    asking: bool = False
+
+
+def read(value: Any, name: str) -> Trace:
+    """The Trace of a Langfuse trace export; TraceError at the first element that breaks its shape."""
+    typed(value, dict, name, "$")
+    observations = field(value, "observations", list, name, "$")
+    order = []
+    for i, observation in enumerate(observations):
+        at = f"observations[{i}]"
+        if type(observation) is not dict:
+            fail(name, at, f"must be an object, not {type_word(observation)}",
+                 hint="a trace list gives observation ids only: export the trace itself (GET /api/public/traces/{id})")
+        started = observation.get("startTime")
+        order.append((started if type(started) is str else "", i, at, observation))
+    order.sort(key=lambda item: item[:2])  # ISO times of one clock sort as text; ties in file order
+    steps = _TraceSteps(NAME, name)
+    seen: set[tuple[str, str]] = set()
+    for _, i, at, observation in order:
+        kind = observation.get("type")
+        if type(kind) is not str:
+            kind = field(observation, "type", str, name, at)
+        level = observation.get("level")
+        if level != "DEFAULT":  # the first test answers for nearly every observation
+            level = _level(level, name, at)
+        given = observation.get("id")
+        ref = StepRef(NAME, at, i, span_id=given if type(given) is str else None)
+        if kind == "TOOL":
+            _tool(steps, observation, level, ref, name)
+        elif level == "ERROR":
+            steps.skip(ref, f"{kind} observation that failed: {_failure(observation)}")
+        elif kind == "GENERATION":
+            _generation(steps, observation, ref, seen)
+        else:
+            steps.skip(ref, f"{kind} observation")
+    return _trace(steps)
+
+
+def _level(level: Any, name: str, at: str) -> str:
+    """An observation's ``level`` as given; B021 for one Langfuse does not have (an unknown
+    word must not pass for a level that is no failure)."""
+    if level is None:
+        return "DEFAULT"
+    if level not in LEVELS:
+        fail(name, f"{at}.level", f"unknown level {short(repr(level))}", hint="levels: " + ", ".join(LEVELS))
+    return level
+
+
+def _failure(observation: dict) -> str:
+    message = observation.get("statusMessage")
+    return short(message.strip()) if type(message) is str and message.strip() else "level ERROR"
+
+
+def text_of(value: Any) -> Any:
+    """A field's value with the layers of JSON string text around it read off (the UI's
+    download writes a stored text as its JSON text again); any other value as it is."""
+    for _ in range(_LAYERS):
+        if type(value) is not str or value.lstrip()[:1] != '"':
+            return value
+        try:
+            inner = loads_json(value)
+        except (ValueError, RecursionError):  # text that only starts like JSON
+            return value
+        if type(inner) is not str:
+            return value
+        value = inner
+    return value
+
+
+def _json(value: Any) -> Any:
+    """A field's value, its JSON text read as the object or array it holds."""
+    value = text_of(value)
+    if type(value) is str and value.lstrip()[:1] in ("{", "["):
+        try:
+            return loads_json(value)
+        except (ValueError, RecursionError):  # text that only starts like JSON
+            return value
+    return value
+
+
+def _attributes(observation: dict) -> dict:
+    """The OpenTelemetry attributes in an observation's metadata (an object, or its JSON text)."""
+    metadata = observation.get("metadata")
+    if type(metadata) is str:
+        if "tool" not in metadata:
+            return {}  # the only attributes read are a tool's: most metadata is not parsed
+        metadata = _json(metadata)
+    attributes = metadata.get("attributes") if type(metadata) is dict else None
+    return attributes if type(attributes) is dict else {}
+
+
+def _tool(steps: _TraceSteps, observation: dict, level: str, ref: StepRef, name: str) -> None:
+    attributes = _attributes(observation)
+    tool = _first_text(attributes, _TOOL_NAMES) or field(observation, "name", str, name, ref.path)
+    call_id = _first_text(attributes, _CALL_IDS)
+    if call_id is not None:
+        ref = StepRef(NAME, ref.path, ref.message_index, call_id, ref.span_id)
+    given = text_of(observation.get("input"))
+    arguments = _arguments(given)
+    call = steps.call(ref, tool, arguments, None)
+    if type(given) is str and arguments is not given:
+        call.args_text = given  # read once here, the text is kept as the source wrote it
+    steps.asking = False
+    output = text_of(observation.get("output"))
+    if level == "ERROR":
+        reason: str | None = _failure(observation)
+    elif output is None:
+        return  # no output recorded: the call stays without a result
+    else:
+        # Text is judged as text: its JSON read here would lose a key it gives twice.
+        reason = text_error(output) if type(output) is str else error_in(output)
+    steps.resolve(call, output, reason, None, from_text=type(output) is str)
+
+
+def _first_text(attributes: dict, keys: tuple[str, ...]) -> str | None:
+    """The value of the first of ``keys`` that ``attributes`` gives as a non-empty string."""
+    for key in keys:
+        value = attributes.get(key)
+        if type(value) is str and value:
+            return value
+    return None
+
+
+def _arguments(given: Any) -> Any:
+    """A TOOL observation's input (its JSON string layers read off) as arguments: JSON text
+    as the value it holds, a value as it is; other text (Langfuse records what the tool was
+    given, not the model's JSON, so it is no broken call) as ``{"input": text}``."""
+    if given is None:
+        return {}
+    if type(given) is not str:
+        return given
+    try:
+        return loads_json(given)
+    except (ValueError, RecursionError):
+        return {"input": given}
+
+
+def _generation(steps: _TraceSteps, observation: dict, ref: StepRef, seen: set[tuple[str, str]]) -> None:
+    for role, text in _texts(_new_messages(_json(observation.get("input"))), "user", None)[0]:
+        if role in _ROLES and (role, text) not in seen:
+            seen.add((role, text))
+            steps.add(Step(_ROLES[role], StepRef(NAME, f"{ref.path}.input", ref.message_index, span_id=ref.span_id),
+                           text=text))
+    said, asks = _texts(observation.get("output"), "assistant", "assistant")
+    if len(said) == 1:  # most outputs are one message with one text
+        text = said[0][1] if said[0][0] in _ASSISTANT_ROLES else ""
+    else:
+        text = "\n".join(text for role, text in said if role in _ASSISTANT_ROLES)
+    if text:
+        steps.add(Step(ASSISTANT_TEXT, StepRef(NAME, f"{ref.path}.output", ref.message_index, span_id=ref.span_id),
+                       text=text))
+    elif not asks:
+        steps.skip(ref, "GENERATION observation with no output text")
+    if asks:
+        steps.skip(ref, "GENERATION observation's tool calls (read from its TOOL observations)")
+    steps.asking = asks
+    if type(observation.get("model")) is str:
+        steps.model = observation["model"]
+
+
+def _new_messages(given: Any) -> Any:
+    """The messages of a generation's input after its last assistant message (an input
+    holds the whole conversation so far: walking it all for each generation would read a
+    run in time quadratic in its length), or the whole input when it is no message list."""
+    messages = given.get("messages", given.get("contents")) if type(given) is dict else given
+    if type(messages) is not list:
+        return given
+    for j in range(len(messages) - 1, -1, -1):
+        message = messages[j]
+        role = message.get("role") if type(message) is dict else None
+        if type(role) is str and role in _ASSISTANT_ROLES:
+            return messages[j + 1:]
+    return given
+
+
+def _texts(value: Any, plain: str, nested: str | None) -> tuple[list[tuple[str | None, str]], bool]:
+    """The (role, text) of each message text in a generation's ``input`` or ``output`` (a
+    plain text is one of role ``plain``; a message that names no role, of ``nested``), and
+    whether it asks for a tool call. An explicit stack: the value is the producer's, and may
+    nest deeper than Python's."""
+    found: list[tuple[str | None, str]] = []
+    asks = False
+    if value is None:
+        return found, asks
+    value = _json(value)
+    stack: list[tuple[Any, str | None]] = [(value, plain if type(value) is str else nested)]
+    while stack:
+        item, role = stack.pop()
+        if type(item) is dict:
+            given = item.get("role")
+            if type(given) is str:
+                role = given
+            kind = item.get("type")
+            if type(kind) is not str:
+                kind = None  # an unhashable value could not be looked up
+            if kind in _CALL_TYPES:
+                asks = True
+                continue
+            if item.get("tool_calls") or "function_call" in item or "functionCall" in item or "toolCallId" in item:
+                asks = True
+            if kind in _NOT_TEXT_TYPES or role == "tool" or item.get("thought") is True:
+                continue
+            text = item.get("text")
+            has_text = type(text) is str
+            if has_text and text.strip():
+                found.append((role, text))
+            if _NESTED.isdisjoint(item):
+                continue
+            content = item.get("content")
+            if type(content) is str and not has_text and len(_NESTED.intersection(item)) == 1:
+                if content.strip():  # a plain message: its one text, with no walk
+                    found.append((role, content))
+                continue
+            # In the source's order: a message's keys, most often two or three, are fewer than _NESTED.
+            children = [(child, role) for key, child in item.items() if key in _NESTED and (
+                type(child) is list or type(child) is dict or key == "content" and type(child) is str and not has_text)]
+            children.reverse()
+            stack += children
+        elif type(item) is list:
+            stack += [(part, role) for part in reversed(item)]
+        elif type(item) is str and item.strip():
+            found.append((role, item))
+    return found, asks
+
+
+def _trace(steps: _TraceSteps) -> Trace:
+    """The Trace; a run whose last model turn asks for tools that no TOOL observation after
+    it ran has no final answer (its text before them is the agent's, not its answer)."""
+    trace = steps.trace(steps.model)
+    if not steps.asking or not trace.steps or trace.steps[-1].type != FINAL_ANSWER:
+        return trace
+    last = trace.steps[-1]
+    note = Skipped(last.ref, "the run ends on a model turn that asks for tools no TOOL observation ran: no final answer")
+    return Trace(trace.format, trace.steps[:-1] + (Step(ASSISTANT_TEXT, last.ref, text=last.text),), trace.model,
+                 trace.skipped + (note,))

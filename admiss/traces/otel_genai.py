@@ -45,11 +45,12 @@ events carry no content, and whose spans none, is refused as one with no content
 from __future__ import annotations
 
 import json
+from collections import deque
 from typing import Any
 
 from admiss.bundle import repeated_key
 from admiss.traces.build import DANGLING, Steps, error_in, fail, field, int_text, short, text_error, type_word, typed
-from admiss.traces.steps import ASSISTANT_TEXT, REASONING, SYSTEM, USER, Step, StepRef, Trace
+from admiss.traces.steps import ASSISTANT_TEXT, ERROR, OK, REASONING, SYSTEM, USER, Step, StepRef, Trace
 
 NAME = "otel_genai"
 CHAT_OPERATIONS = frozenset(("chat", "generate_content", "text_completion"))
@@ -245,6 +246,7 @@ class _Reading:
         self.joined: set[tuple[str, str]] = set()  # the (traceId, spanId) whose log records were read
         self.logged = 0  # GenAI log events read
         self.logged_content = 0  # of them, those that carry content
+        self.requested: dict[str | None, deque[Step]] = {}  # the calls model outputs asked for, by tool
 
     def span(self, span: dict, where: str) -> None:
         attributes = _attributes(span.get("attributes", []), self.name, f"{where}.attributes")
@@ -431,9 +433,10 @@ class _Reading:
             call_id = call.get("id")
             call_id = None if call_id is None else typed(call_id, str, self.name, f"{call_at}.id")
             captured = captured or "arguments" in function
-            self.steps.call(StepRef(NAME, call_at, j, call_id, span_id=span.span_id, trace_id=span.trace_id),
-                            field(function, "name", str, self.name, f"{call_at}.function"), function.get("arguments"),
-                            call_id, "id")
+            self.asking(self.steps.call(
+                StepRef(NAME, call_at, j, call_id, span_id=span.span_id, trace_id=span.trace_id),
+                field(function, "name", str, self.name, f"{call_at}.function"), function.get("arguments"), call_id,
+                "id"))
         self.logged_content += captured
         if not text and not calls:
             self.steps.skip(ref, "choice with no content captured")
@@ -446,21 +449,46 @@ class _Reading:
         call_id = attributes.get("gen_ai.tool.call.id")
         call_id = call_id if isinstance(call_id, str) else None
         ref = StepRef(NAME, where, tool_call_id=call_id, span_id=ref.span_id, trace_id=ref.trace_id)
-        requested = call_id is not None and self.steps.is_open(call_id)  # by an earlier chat span's output
-        if not requested:
-            call = self.steps.call(ref, tool, attributes.get("gen_ai.tool.call.arguments"), call_id)
         has_result = "gen_ai.tool.call.result" in attributes
         result = attributes.get("gen_ai.tool.call.result")
+        self.span_content += has_result or "gen_ai.tool.call.arguments" in attributes
         from_text = isinstance(result, str)
         error = _span_error(span, attributes, exceptions)
+        if error is None and has_result:
+            error = text_error(result) if from_text else error_in(result)
+        requested = call_id is not None and self.steps.is_open(call_id)  # by an earlier chat span's output
+        # ADK names the model's function-call part by its own fallback id (name_index) and the
+        # execute_tool span by the adk-... id it gave the call: the span is that call's execution.
+        joined = None if requested or call_id is not None and self.steps.has_call(call_id) else self.asked(tool)
         if error is None and not has_result:
-            if requested:  # the span is not the call itself, and gives it nothing
-                self.steps.skip(ref, "execute_tool span with no result recorded")
+            if requested or joined is not None:  # the span is not the call itself, and gives it nothing
+                self.steps.skip(ref, "execute_tool span with no result recorded" + (
+                    f" (of the call at {joined.ref.path})" if joined is not None else ""))
+            else:
+                self.steps.call(ref, tool, attributes.get("gen_ai.tool.call.arguments"), call_id)
             return
         if requested:
             self.steps.answer(call_id, result, error, ref, "attributes", from_text=from_text)
+        elif joined is not None:  # one call, one step: the model's part, its result at this span
+            self.steps.resolve(joined, result, error, ref, from_text)
         else:  # the result stands in the call's own span: no result_ref apart from the call
+            call = self.steps.call(ref, tool, attributes.get("gen_ai.tool.call.arguments"), call_id)
             self.steps.resolve(call, result, error, None, from_text)
+
+    def asking(self, call: Step) -> None:
+        """A call a model call's output asked for, which an execute_tool span may execute."""
+        queue = self.requested.get(call.tool_name)
+        if queue is None:
+            self.requested[call.tool_name] = deque((call,))
+        else:
+            queue.append(call)
+
+    def asked(self, tool: str) -> Step | None:
+        """The earliest call of ``tool`` a model call's output asked for that has no result yet."""
+        queue = self.requested.get(tool)
+        while queue and queue[0].outcome is not None:
+            queue.popleft()
+        return queue[0] if queue else None
 
     def chat(self, attributes: dict, ref: StepRef) -> None:
         where = ref.path
@@ -531,10 +559,22 @@ class _Reading:
                 else:
                     self.steps.answer(call_id, result, error_in(result), ref, "id")
             elif self.steps.has_call(call_id):
-                self.steps.skip(ref, "a result its execute_tool span already gave")
+                self.steps.skip(ref, self.again(call_id, part.get("response", part.get("result"))))
             else:
                 fail(self.name, f"{at}.id", f"a tool result for no tool call before it (id '{call_id}')", DANGLING,
                      hint="a result must come after the tool call it answers, naming the call's id")
+
+    def again(self, call_id: str, result: Any) -> str:
+        """Why a response to the answered call ``call_id`` gives no step: its execute_tool span
+        gave the result. When this one is a failure and the span's was not, the call fails (ADK
+        sends a tool's error payload back in the function response): either record's failure
+        is the call's."""
+        error = text_error(result) if isinstance(result, str) else error_in(result)
+        call = self.steps.calls[call_id][-1]
+        if error is None or call.outcome != OK:
+            return "a result its execute_tool span already gave"
+        call.outcome, call.error = ERROR, error
+        return "a failure its execute_tool span's result did not show: the call failed"
 
     def outputs(self, messages: list, where: str, span: StepRef) -> None:
         for i, message in enumerate(messages):
@@ -555,9 +595,9 @@ class _Reading:
                     self.steps.add(Step(REASONING, ref, text=field(part, "content", str, self.name, part_at)))
                 elif kind == "tool_call":
                     call_id = field(part, "id", str, self.name, part_at)
-                    self.steps.call(StepRef(NAME, part_at, i, call_id, span_id=span.span_id, trace_id=span.trace_id),
-                                    field(part, "name", str, self.name, part_at), part.get("arguments"), call_id,
-                                    "id")
+                    self.asking(self.steps.call(
+                        StepRef(NAME, part_at, i, call_id, span_id=span.span_id, trace_id=span.trace_id),
+                        field(part, "name", str, self.name, part_at), part.get("arguments"), call_id, "id"))
                 else:
                     self.steps.skip(ref, f"{kind} part")
             text = "\n".join(texts)

@@ -61,7 +61,8 @@ class StandInModel:
 
     def generated(self, message: dict) -> dict:
         """``message`` (a scripted chat message) as a Gemini generateContent response."""
-        parts = [{"functionCall": {"id": call["id"], "name": call["function"]["name"],
+        # The Gemini API gives a function call no id (a scripted call with an empty id is sent so).
+        parts = [{"functionCall": {**({"id": call["id"]} if call["id"] else {}), "name": call["function"]["name"],
                                    "args": json.loads(call["function"]["arguments"])}}
                  for call in message.get("tool_calls") or ()] or [{"text": message["content"]}]
         return {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP"}],

@@ -144,18 +144,8 @@ def _spans_in_order(value: dict, name: str) -> list[tuple[dict, str]]:
 
 def _spans_of(exports: list[tuple[dict, str]], name: str) -> list[tuple[dict, str]]:
     """Every span of ``exports`` with its path, by start time (ties in file order)."""
-    found = []
-    for value, prefix in exports:
-        if "resourceSpans" not in value:
-            continue
-        for r, resource in enumerate(typed(value["resourceSpans"], list, name, f"{prefix}resourceSpans")):
-            at = f"{prefix}resourceSpans[{r}]"
-            for s, scope in enumerate(field(typed(resource, dict, name, at), "scopeSpans", list, name, at)):
-                at_scope = f"{at}.scopeSpans[{s}]"
-                for k, span in enumerate(field(typed(scope, dict, name, at_scope), "spans", list, name, at_scope)):
-                    where = f"{at_scope}.spans[{k}]"
-                    typed(span, dict, name, where)
-                    found.append((_start(span, name, where), len(found), span, where))
+    found = [(_start(span, name, where), i, span, where)
+             for i, (span, where) in enumerate(_items(exports, name, "resourceSpans", "scopeSpans", "spans"))]
     found.sort(key=lambda entry: entry[:2])
     return [(span, where) for _, _, span, where in found]
 
@@ -164,19 +154,25 @@ def _log_records(exports: list[tuple[dict, str]], name: str) -> dict[tuple[str |
     """The log records of ``exports`` by the (traceId, spanId) they name, each as
     ``(record, path)``, in file order."""
     found: dict[tuple[str | None, str | None], list] = {}
+    for record, where in _items(exports, name, "resourceLogs", "scopeLogs", "logRecords"):
+        key = (_id(record, "traceId", name, where), _id(record, "spanId", name, where))
+        found.setdefault(key, []).append((record, where))
+    return found
+
+
+def _items(exports: list[tuple[dict, str]], name: str, resources: str, scopes: str, items: str) -> list:
+    """Each object of the OTLP nesting ``resources[].scopes[].items[]`` of ``exports``, with its path."""
+    found = []
     for value, prefix in exports:
-        if "resourceLogs" not in value:
+        if resources not in value:
             continue
-        for r, resource in enumerate(typed(value["resourceLogs"], list, name, f"{prefix}resourceLogs")):
-            at = f"{prefix}resourceLogs[{r}]"
-            for s, scope in enumerate(field(typed(resource, dict, name, at), "scopeLogs", list, name, at)):
-                at_scope = f"{at}.scopeLogs[{s}]"
-                for k, record in enumerate(field(typed(scope, dict, name, at_scope), "logRecords", list, name,
-                                                 at_scope)):
-                    where = f"{at_scope}.logRecords[{k}]"
-                    typed(record, dict, name, where)
-                    key = (_id(record, "traceId", name, where), _id(record, "spanId", name, where))
-                    found.setdefault(key, []).append((record, where))
+        for r, resource in enumerate(typed(value[resources], list, name, f"{prefix}{resources}")):
+            at = f"{prefix}{resources}[{r}]"
+            for s, scope in enumerate(field(typed(resource, dict, name, at), scopes, list, name, at)):
+                at_scope = f"{at}.{scopes}[{s}]"
+                for k, item in enumerate(field(typed(scope, dict, name, at_scope), items, list, name, at_scope)):
+                    where = f"{at_scope}.{items}[{k}]"
+                    found.append((typed(item, dict, name, where), where))
     return found
 
 

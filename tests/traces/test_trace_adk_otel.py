@@ -11,17 +11,11 @@ from pathlib import Path
 import pytest
 
 from admiss.traces.read import read_trace
+from trace_reference import otel_value as plain
 
 FIXTURES = Path(__file__).parent / "fixtures"
 RUBRIC = Path(__file__).parent / "producers" / "any.rubric"
 SPAN_CONTENT, EVENTS = FIXTURES / "otel_adk_span_content.json", FIXTURES / "otel_adk_events.json"
-
-
-def plain(value):
-    (kind, inner), = value.items()
-    if kind == "kvlistValue":
-        return {pair["key"]: plain(pair["value"]) for pair in inner.get("values", [])}
-    return [plain(v) for v in inner.get("values", [])] if kind == "arrayValue" else inner
 
 
 def spans(value):

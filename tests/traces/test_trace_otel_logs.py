@@ -15,20 +15,12 @@ from hypothesis import strategies as st
 
 from admiss.errors import TraceError
 from admiss.traces.read import read_trace, read_traces
+from trace_reference import otel_value as plain
+from trace_strategies import any_value
 
 FIXTURES = Path(__file__).parent / "fixtures"
 RUBRIC = Path(__file__).parent / "producers" / "any.rubric"
 EVENTS, JOINED = FIXTURES / "otel_openai_v2_events.jsonl", FIXTURES / "otel_openai_v2_spans_and_logs.json"
-
-
-def plain(value):
-    """An OTLP AnyValue as plain JSON, in a few lines (the test's own, not the reader's)."""
-    (kind, inner), = value.items()
-    if kind == "kvlistValue":
-        return {pair["key"]: plain(pair["value"]) for pair in inner.get("values", [])}
-    if kind == "arrayValue":
-        return [plain(item) for item in inner.get("values", [])]
-    return inner
 
 
 def exports(path):
@@ -216,20 +208,6 @@ SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan
 JSON = st.recursive(SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=4),
                                                      st.dictionaries(st.text(max_size=8), inner, max_size=4)),
                     max_leaves=20)
-
-
-def any_value(value):
-    if isinstance(value, dict):
-        return {"kvlistValue": {"values": [{"key": k, "value": any_value(v)} for k, v in value.items()]}}
-    if isinstance(value, list):
-        return {"arrayValue": {"values": [any_value(v) for v in value]}}
-    if isinstance(value, bool):
-        return {"boolValue": value}
-    if isinstance(value, int):
-        return {"intValue": str(value)}
-    if isinstance(value, float):
-        return {"doubleValue": value}
-    return {} if value is None else {"stringValue": value}
 
 
 HOSTILE = st.one_of(JSON.map(any_value), JSON, JSON.map(lambda v: {"stringValue": json.dumps(v)}))

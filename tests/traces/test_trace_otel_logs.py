@@ -79,6 +79,18 @@ def test_check_reads_the_collector_file_as_one_run(admiss_cli, tmp_path):
     assert len(reports) == 1 and ran.code in (0, 1), ran.err
 
 
+def test_a_broken_record_of_a_collector_file_is_located_at_its_line(admiss_cli, tmp_path):
+    lines = EVENTS.read_text().splitlines()
+    broken = json.loads(lines[5])
+    broken["resourceLogs"][0]["scopeLogs"][0]["logRecords"][0]["eventName"] = ["x"]
+    lines[5] = json.dumps(broken)
+    path = tmp_path / "collector.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    ran = admiss_cli("check", "--rubric", RUBRIC, path)
+    assert ran.code == 2 and "Traceback" not in ran.err
+    assert f"{path}:6:" in ran.err and "logRecords[0].eventName: must be a string, not an array" in ran.err
+
+
 def test_log_events_without_content_are_refused_saying_how_to_capture(admiss_cli):
     ran = admiss_cli("import", "--rubric", RUBRIC, FIXTURES / "otel_openai_v2_nocapture.jsonl")
     assert ran.code == 2 and "Traceback" not in ran.err
@@ -213,13 +225,20 @@ JSON = st.recursive(SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=4)
 HOSTILE = st.one_of(JSON.map(any_value), JSON, JSON.map(lambda v: {"stringValue": json.dumps(v)}))
 
 
+# The OpenAI instrumentation's message events (content in the body), and ADK's operation
+# details events (content in the attributes).
+HOSTILE_FIXTURES = [JOINED, FIXTURES / "otel_adk_events.json"]
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.integers(0, 14), st.sampled_from(["body", "eventName", "spanId", "attributes", "pair"]), HOSTILE)
-def test_hostile_records_give_a_trace_or_a_located_error(index, place, hostile):
-    value = joined()
+@given(st.sampled_from(HOSTILE_FIXTURES), st.integers(0, 14),
+       st.sampled_from(["body", "eventName", "spanId", "attributes", "pair"]), HOSTILE)
+def test_hostile_records_give_a_trace_or_a_located_error(fixture, index, place, hostile):
+    value = json.loads(fixture.read_text())
     record = logs_of(value)[index % len(logs_of(value))]
     if place == "pair":
-        pairs = record["body"]["kvlistValue"]["values"]
+        pairs = record["body"]["kvlistValue"]["values"] if "body" in record and record["body"] else \
+            record["attributes"]
         pairs[len(pairs) // 2]["value"] = hostile
     else:
         record[place] = hostile

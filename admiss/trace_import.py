@@ -90,16 +90,21 @@ def trace_units(paths: list[Path]) -> Iterator[TraceUnit | AdmissError]:
 
 
 def _is_event_log(path: Path) -> bool:
-    """Whether the .jsonl file at ``path`` is one run's event log, by its first non-blank line."""
+    """Whether the .jsonl file at ``path`` is one run's event log, by its first non-blank line;
+    lines of OTLP export requests are one when the file holds log records (the Collector's
+    file exporter writes a run's spans and their log events on lines of their own)."""
+    from admiss.traces.otel_genai import is_line
     from admiss.traces.read import is_event_log
 
     with reading(path), path.open("rb") as lines:
         for line in lines:
             if line.strip():
                 try:
-                    return is_event_log(parse_bundle_text(line_text(line, str(path), 1), str(path)))
+                    first = parse_bundle_text(line_text(line, str(path), 1), str(path))
                 except AdmissError:
                     return False
+                return is_event_log(first) or is_line(first) and (
+                    b'"resourceLogs"' in line or any(b'"resourceLogs"' in rest for rest in lines))
     return False
 
 

@@ -23,8 +23,8 @@ _BUNDLE_OUTPUTS = (str, type(None))
 _SHARED_FIELDS = frozenset({"rubric", "prompt", "model", "meta"})
 # The fields that hold a whole run in some trace format: an object with one of them is a
 # run, and an array whose first item is such an object is a file of runs.
-RUN_FIELDS = frozenset({"messages", "events", "resourceSpans", "conversation", "eval_cases", "evalCases",
-                        "eval_case_results", "evalCaseResults", "observations"})
+RUN_FIELDS = frozenset({"messages", "events", "resourceSpans", "resourceLogs", "conversation", "eval_cases",
+                        "evalCases", "eval_case_results", "evalCaseResults", "observations"})
 # B030: an object with both a bundle's evidence and a trace's run.
 BOTH = "B030"
 

@@ -22,23 +22,43 @@ Spans are read in order of ``startTimeUnixNano`` (ties in file order). A span's
 Attributes are looked up on the span, then on its events. Values are OTLP JSON AnyValues
 (``{"stringValue": ...}``, ``intValue``, ``kvlistValue``, ...); message lists and tool
 arguments or results given as JSON text are parsed.
+
+Content written as log events (``resourceLogs[].scopeLogs[].logRecords[]``, in the same
+object as the spans, or in lines of their own as the OpenTelemetry Collector's file exporter
+writes them) is read with the span its ``traceId`` and ``spanId`` name, in file order:
+
+- ``gen_ai.client.inference.operation.details``: its ``gen_ai.input.messages``,
+  ``gen_ai.output.messages`` and ``gen_ai.system_instructions`` attributes are read as a
+  chat span's (when the span holds them too, they must be the same);
+- ``gen_ai.system.message``, ``gen_ai.user.message``, ``gen_ai.assistant.message``,
+  ``gen_ai.tool.message`` (the request's messages; those after the last assistant one are
+  new: system and user ``content`` give steps, a tool message's ``content`` answers the
+  call its ``id`` names) and ``gen_ai.choice`` (the reply: its ``message.content`` is
+  assistant text, its ``message.tool_calls`` tool calls), the events of the OpenAI
+  instrumentation's default mode.
+
+A log event names its event by ``eventName`` (or an ``event.name`` attribute); others are
+skipped. A GenAI event tied to no span in the file is refused (B032); a file whose GenAI
+events carry no content, and whose spans none, is refused as one with no content (B031).
 """
 
 from __future__ import annotations
 
 import json
+from collections import deque
 from typing import Any
 
 from admiss.bundle import repeated_key
-from admiss.traces.build import (
-    DANGLING, Steps, error_in, fail, field, int_text, short, text_error, type_word, typed,
-)
-from admiss.traces.steps import ASSISTANT_TEXT, REASONING, SYSTEM, USER, Step, StepRef, Trace
+from admiss.traces.build import DANGLING, Steps, error_in, fail, field, int_text, short, text_error, type_word, typed
+from admiss.traces.steps import ASSISTANT_TEXT, ERROR, OK, REASONING, SYSTEM, USER, Step, StepRef, Trace
 
 NAME = "otel_genai"
 CHAT_OPERATIONS = frozenset(("chat", "generate_content", "text_completion"))
 _ERROR_CODES = (2, "2", "STATUS_CODE_ERROR")
 _ROLES = {"user": USER, "system": SYSTEM}
+# The log events of a model call: the one of the latest conventions, and the default mode's.
+DETAILS, CHOICE = "gen_ai.client.inference.operation.details", "gen_ai.choice"
+_MESSAGE_EVENTS = {f"gen_ai.{role}.message": role for role in ("system", "user", "assistant", "tool")}
 # The attributes of a model call's content.
 _CONTENT = frozenset(("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions"))
 # The attributes the reader reads: an event may repeat one only with the span's own value.
@@ -47,58 +67,118 @@ _READ = frozenset(("gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.tool.cal
                    "gen_ai.system_instructions", "error.type"))
 
 
+def is_line(value: Any) -> bool:
+    """Whether ``value`` is one OTLP JSON export request (spans or logs), a line of a file the
+    Collector's file exporter writes."""
+    return type(value) is dict and ("resourceSpans" in value or "resourceLogs" in value)
+
+
 def mismatch(value: Any) -> tuple[str, str] | None:
-    """Where and why ``value`` is not an OTLP JSON span export, or None when it is one."""
-    if not isinstance(value, dict) or "resourceSpans" not in value:
+    """Where and why ``value`` is not an OTLP JSON export of spans (and their log events), or
+    None when it is one: an object, or an array of export requests with log records among them."""
+    if type(value) is list and value and all(is_line(item) for item in value) \
+            and any("resourceLogs" in item for item in value):
+        return None
+    if not isinstance(value, dict) or ("resourceSpans" not in value and "resourceLogs" not in value):
         return "$", "no \"resourceSpans\" array (an OTLP JSON trace export)"
-    return None if isinstance(value["resourceSpans"], list) else ("resourceSpans", "not an array")
+    for key in ("resourceSpans", "resourceLogs"):
+        if key in value and not isinstance(value[key], list):
+            return key, "not an array"
+    return None
 
 
 def read(value: Any, name: str) -> Trace:
     """The Trace of OTLP JSON ``value``; TraceError at the first element that breaks the format."""
-    typed(value, dict, name, "$")
-    if "resourceSpans" not in value:
-        fail(name, "$", "no \"resourceSpans\": an OTel GenAI trace is an OTLP JSON export")
-    reading = _Reading(Steps(NAME, name), name)
-    spans = _spans_in_order(value, name)
+    exports = _exports(value, name)
+    reading = _Reading(Steps(NAME, name), name, _log_records(exports, name))
+    spans = _spans_of(exports, name)
     for span, where in spans:
         reading.span(span, where)
+    reading.orphans()
     trace = reading.steps.trace(reading.model)
+    if reading.logged and not reading.logged_content and not reading.span_content:
+        fail(name, _where_logs(exports), f"{reading.logged} GenAI log events, none with content: content capture "
+             "was off where the trace was written", NO_CONTENT, hint=_CAPTURE_HINT)
     if not trace.steps and (reading.contentless or spans and not reading.operations):
         fail(name, "resourceSpans", _no_content(len(spans), reading), NO_CONTENT, hint=_CAPTURE_HINT)
     return trace
 
 
+def _exports(value: Any, name: str) -> list[tuple[dict, str]]:
+    """The export objects ``value`` holds, each with the path prefix of its elements."""
+    if type(value) is list:
+        return [(typed(item, dict, name, f"$[{i}]"), f"$[{i}].") for i, item in enumerate(value)]
+    typed(value, dict, name, "$")
+    if "resourceSpans" not in value and "resourceLogs" not in value:
+        fail(name, "$", "no \"resourceSpans\": an OTel GenAI trace is an OTLP JSON export")
+    return [(value, "")]
+
+
+def _where_logs(exports: list[tuple[dict, str]]) -> str:
+    return next(f"{prefix}resourceLogs" for export, prefix in exports if "resourceLogs" in export)
+
+
 # B031: spans that hold no agent content a reader can read.
 NO_CONTENT = "B031"
 _CAPTURE_HINT = ("turn content capture on where the trace is written: for the OpenTelemetry GenAI "
-                 "instrumentations, OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental with "
-                 "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=span_only (content on the spans; in "
-                 "log events admiss does not read it); for Google ADK, ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS=true; "
-                 "see docs/traces.md")
+                 "instrumentations, OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true and export the log "
+                 "events with the spans (resourceLogs), or OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental "
+                 "with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=span_only (content on the spans); for "
+                 "Google ADK, ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS=true; see docs/traces.md")
+# B032: a GenAI log event tied to no span in the file.
+NO_SPAN = "B032"
 
 
 def _no_content(spans: int, reading: "_Reading") -> str:
     """What a file of spans that gave no step held, for B031."""
     if reading.contentless:
         return (f"{spans} spans, {reading.contentless} of them model calls with no messages: the content was not "
-                "captured (or went to log events)")
+                "captured (or went to log events that are not in the file)")
     found = ", ".join(f"{prefix}.*" for prefix in sorted(reading.foreign)[:6]) or "none"
     return f"{spans} spans, none with a gen_ai.operation.name (attributes found: {found}): no GenAI content"
 
 
 def _spans_in_order(value: dict, name: str) -> list[tuple[dict, str]]:
-    found = []
-    for r, resource in enumerate(typed(value["resourceSpans"], list, name, "resourceSpans")):
-        at = f"resourceSpans[{r}]"
-        for s, scope in enumerate(field(typed(resource, dict, name, at), "scopeSpans", list, name, at)):
-            at_scope = f"{at}.scopeSpans[{s}]"
-            for k, span in enumerate(field(typed(scope, dict, name, at_scope), "spans", list, name, at_scope)):
-                where = f"{at_scope}.spans[{k}]"
-                typed(span, dict, name, where)
-                found.append((_start(span, name, where), len(found), span, where))
+    return _spans_of([(value, "")], name)
+
+
+def _spans_of(exports: list[tuple[dict, str]], name: str) -> list[tuple[dict, str]]:
+    """Every span of ``exports`` with its path, by start time (ties in file order)."""
+    found = [(_start(span, name, where), i, span, where)
+             for i, (span, where) in enumerate(_items(exports, name, "resourceSpans", "scopeSpans", "spans"))]
     found.sort(key=lambda entry: entry[:2])
     return [(span, where) for _, _, span, where in found]
+
+
+def _log_records(exports: list[tuple[dict, str]], name: str) -> dict[tuple[str | None, str | None], list]:
+    """The log records of ``exports`` by the (traceId, spanId) they name, each as
+    ``(record, path)``, in file order."""
+    found: dict[tuple[str | None, str | None], list] = {}
+    for record, where in _items(exports, name, "resourceLogs", "scopeLogs", "logRecords"):
+        key = (_id(record, "traceId", name, where), _id(record, "spanId", name, where))
+        found.setdefault(key, []).append((record, where))
+    return found
+
+
+def _items(exports: list[tuple[dict, str]], name: str, resources: str, scopes: str, items: str) -> list:
+    """Each object of the OTLP nesting ``resources[].scopes[].items[]`` of ``exports``, with its path."""
+    found = []
+    for value, prefix in exports:
+        if resources not in value:
+            continue
+        for r, resource in enumerate(typed(value[resources], list, name, f"{prefix}{resources}")):
+            at = f"{prefix}{resources}[{r}]"
+            for s, scope in enumerate(field(typed(resource, dict, name, at), scopes, list, name, at)):
+                at_scope = f"{at}.{scopes}[{s}]"
+                for k, item in enumerate(field(typed(scope, dict, name, at_scope), items, list, name, at_scope)):
+                    where = f"{at_scope}.{items}[{k}]"
+                    found.append((typed(item, dict, name, where), where))
+    return found
+
+
+def _id(holder: dict, key: str, name: str, where: str) -> str | None:
+    value = holder.get(key)
+    return None if value is None or value == "" else typed(value, str, name, f"{where}.{key}")
 
 
 def _start(span: dict, name: str, where: str) -> int:
@@ -148,15 +228,21 @@ def _attributes(pairs: Any, name: str, where: str) -> dict[str, Any]:
 
 class _Reading:
     """The state of one pass over the spans: the steps, the last system instructions read,
-    the model of the last chat span."""
+    the model of the last chat span, the log records not yet joined to their span."""
 
-    def __init__(self, steps: Steps, name: str):
+    def __init__(self, steps: Steps, name: str, logs: dict[tuple[str | None, str | None], list]):
         self.steps, self.name = steps, name
         self.system: str | None = None
         self.model: str | None = None
         self.contentless = 0  # model-call spans with no content captured
+        self.span_content = 0  # model-call spans with content on the span
         self.operations = 0  # spans with a GenAI operation of any kind
         self.foreign: set[str] = set()  # attribute namespaces of the spans with no GenAI operation
+        self.logs = logs
+        self.joined: set[tuple[str, str]] = set()  # the (traceId, spanId) whose log records were read
+        self.logged = 0  # GenAI log events read
+        self.logged_content = 0  # of them, those that carry content
+        self.requested: dict[str | None, deque[Step]] = {}  # the calls model outputs asked for, by tool
 
     def span(self, span: dict, where: str) -> None:
         attributes = _attributes(span.get("attributes", []), self.name, f"{where}.attributes")
@@ -176,17 +262,180 @@ class _Reading:
         trace_id = span.get("traceId") if type(span.get("traceId")) is str else None
         operation = attributes.get("gen_ai.operation.name")
         ref = StepRef(NAME, where, span_id=span_id, trace_id=trace_id)
-        self.operations += type(operation) is str
-        if type(operation) is not str:
+        records = self.records(trace_id, span_id, where) if self.logs or self.joined else None
+        named = type(operation) is str
+        self.operations += named
+        if named and operation in CHAT_OPERATIONS:
+            logged = self.logged_content
+            self.span_content += not _CONTENT.isdisjoint(attributes)
+            self.chat(attributes, ref)
+            if records:
+                self.events(records, attributes, ref)
+            self.contentless += _CONTENT.isdisjoint(attributes) and self.logged_content == logged
+            return
+        for _, at in records or ():
+            self.steps.skip(StepRef(NAME, at, span_id=span_id, trace_id=trace_id), "log record of a span that is "
+                            "no model call")
+        if not named:
             self.steps.skip(ref, "span with no GenAI operation")
             self.foreign.update(key.split(".", 1)[0] for key in attributes if "." in key)
         elif operation == "execute_tool":
             self.tool(span, attributes, ref, exceptions)
-        elif operation in CHAT_OPERATIONS:
-            self.contentless += _CONTENT.isdisjoint(attributes)
-            self.chat(attributes, ref)
         else:
             self.steps.skip(ref, f"{operation} span")
+
+    def records(self, trace_id: str | None, span_id: str | None, where: str) -> list | None:
+        """The log records tied to the span with these ids (at ``where``), if any."""
+        if trace_id is None or span_id is None:
+            return None
+        key = (trace_id, span_id)
+        if key in self.joined:
+            fail(self.name, f"{where}.spanId", f"a second span with spanId '{short(span_id)}' in trace "
+                 f"'{short(trace_id)}': which one its log events belong to is ambiguous", NO_SPAN,
+                 hint="each span of a trace has its own spanId")
+        records = self.logs.pop(key, None)
+        if records is not None:
+            self.joined.add(key)
+        return records
+
+    def orphans(self) -> None:
+        """The log records no span of the file named: a GenAI event is refused (its content
+        would be lost), any other record skipped."""
+        for (trace_id, span_id), records in self.logs.items():
+            for record, where in records:
+                event = self.event_name(record, where)[0]
+                if event.startswith("gen_ai."):
+                    fail(self.name, where, f"a {short(event)} log event tied to no span in the file "
+                         f"(traceId {short(str(trace_id))}, spanId {short(str(span_id))})", NO_SPAN,
+                         hint="export the spans with their log events (the Collector: one file exporter in both "
+                              "the traces and the logs pipelines)")
+                self.steps.skip(StepRef(NAME, where, span_id=span_id, trace_id=trace_id),
+                                "log record of no span in the file")
+
+    def event_name(self, record: dict, where: str) -> tuple[str, dict]:
+        """A log record's event name ("" when it has none) and its attributes."""
+        attributes = _attributes(record.get("attributes", []), self.name, f"{where}.attributes")
+        named, attribute = record.get("eventName"), attributes.get("event.name")
+        if named not in (None, "") and attribute is not None and named != attribute:
+            fail(self.name, f"{where}.eventName", "differs from the record's event.name attribute: which event "
+                 "it is is ambiguous", hint="an exporter writes one of them; keep one")
+        event = named if named not in (None, "") else attribute
+        return (typed(event, str, self.name, f"{where}.eventName") if event is not None else ""), attributes
+
+    def events(self, records: list, attributes: dict, span: StepRef) -> None:
+        """The content of a model call's log events (``attributes``: the span's)."""
+        inputs, choices = [], []
+        for record, where in records:
+            event, record_attributes = self.event_name(record, where)
+            ref = StepRef(NAME, where, span_id=span.span_id, trace_id=span.trace_id)
+            if event == DETAILS:
+                self.logged += 1
+                self.details(record_attributes, attributes, ref)
+            elif event in _MESSAGE_EVENTS or event == CHOICE:
+                self.logged += 1
+                body = self.body(record, where)
+                (choices if event == CHOICE else inputs).append((_MESSAGE_EVENTS.get(event), body, where))
+            else:
+                self.steps.skip(ref, f"log record '{short(event)}'" if event else "log record with no event name")
+        if (inputs or choices) and not _CONTENT.isdisjoint(attributes):
+            fail(self.name, inputs[0][2] if inputs else choices[0][2], "a model call's messages both on its span "
+                 "and in log events: which ones hold is ambiguous", hint="keep one of them")
+        self.event_inputs(inputs, span)
+        for body, where in ((body, where) for _, body, where in choices):
+            self.choice(body, where, span)
+
+    def body(self, record: dict, where: str) -> dict | None:
+        """A GenAI event's body as an object (None when it has none)."""
+        if record.get("body") is None:
+            return None
+        value = any_value(record["body"], self.name, f"{where}.body")
+        if type(value) is str:  # an exporter that writes the body as JSON text
+            value = _json(value, self.name, f"{where}.body")
+        return None if value is None else typed(value, dict, self.name, f"{where}.body")
+
+    def details(self, record_attributes: dict, attributes: dict, ref: StepRef) -> None:
+        """A ``gen_ai.client.inference.operation.details`` event: the content attributes of its span."""
+        content = {key: record_attributes[key] for key in _CONTENT if key in record_attributes}
+        self.logged_content += bool(content)
+        held = [key for key in content if key in attributes]
+        for key in held:
+            if _json(attributes[key], self.name, ref.path) != _json(content[key], self.name, f"{ref.path}.attributes"):
+                fail(self.name, f"{ref.path}.attributes", f"'{key}' here differs from its span's or an earlier "
+                     "event's: which one holds is ambiguous", hint="keep one")
+        if held or not content:
+            self.steps.skip(ref, "content its span holds too" if held else "operation details with no content")
+            return
+        attributes.update(content)
+        self.chat(content, ref)
+
+    def event_inputs(self, inputs: list, span: StepRef) -> None:
+        """The message events of a model call's request: those after the last assistant one are new."""
+        start = max((i + 1 for i, (role, _, _) in enumerate(inputs) if role == "assistant"), default=0)
+        for i, (role, body, where) in enumerate(inputs):
+            self.logged_content += body is not None and "content" in body
+            ref = StepRef(NAME, where, i, span_id=span.span_id, trace_id=span.trace_id)
+            if i < start:
+                self.steps.skip(ref, "a message earlier model calls gave")
+            elif role == "tool":
+                self.event_tool(body, where, i, span)
+            elif role in _ROLES:
+                text = _content_text(body.get("content") if body else None, self.name, f"{where}.body.content")
+                if text:
+                    self.steps.add(Step(_ROLES[role], ref, text=text))
+                else:
+                    self.steps.skip(ref, f"{role} message with no content captured")
+            else:
+                self.steps.skip(ref, f"{role} message")
+
+    def event_tool(self, body: dict | None, where: str, i: int, span: StepRef) -> None:
+        """A ``gen_ai.tool.message`` event: the result of the call its ``id`` names."""
+        if body is None or "id" not in body:
+            fail(self.name, f"{where}.body.id", "missing: a tool message event names the call it answers")
+        call_id = typed(body["id"], str, self.name, f"{where}.body.id")
+        ref = StepRef(NAME, where, i, call_id, span_id=span.span_id, trace_id=span.trace_id)
+        if "content" not in body:  # its call stays open, and has no result
+            self.steps.skip(ref, "tool message with no content captured")
+        elif self.steps.is_open(call_id):
+            content = body["content"]
+            if type(content) is list:
+                content = _content_text(content, self.name, f"{where}.body.content")
+            if isinstance(content, str):
+                self.steps.answer(call_id, content, text_error(content), ref, "body.id", from_text=True)
+            else:
+                self.steps.answer(call_id, content, error_in(content), ref, "body.id")
+        elif self.steps.has_call(call_id):
+            self.steps.skip(ref, "a result an earlier event already gave")
+        else:
+            fail(self.name, f"{where}.body.id", f"a tool result for no tool call before it (id '{short(call_id)}')",
+                 DANGLING, hint="a result must come after the tool call it answers, naming the call's id")
+
+    def choice(self, body: dict | None, where: str, span: StepRef) -> None:
+        """A ``gen_ai.choice`` event: the model's reply, its text and tool calls."""
+        ref = StepRef(NAME, where, span_id=span.span_id, trace_id=span.trace_id)
+        message = body.get("message") if body else None
+        if message is None:
+            self.steps.skip(ref, "choice with no message")
+            return
+        at = f"{where}.body.message"
+        typed(message, dict, self.name, at)
+        text = _content_text(message.get("content"), self.name, f"{at}.content")
+        calls = message.get("tool_calls")
+        captured = "content" in message
+        if text:
+            self.steps.add(Step(ASSISTANT_TEXT, ref, text=text))
+        for j, call in enumerate(typed(calls, list, self.name, f"{at}.tool_calls") if calls is not None else ()):
+            call_at = f"{at}.tool_calls[{j}]"
+            function = field(typed(call, dict, self.name, call_at), "function", dict, self.name, call_at)
+            call_id = call.get("id")
+            call_id = None if call_id is None else typed(call_id, str, self.name, f"{call_at}.id")
+            captured = captured or "arguments" in function
+            self.asking(self.steps.call(
+                StepRef(NAME, call_at, j, call_id, span_id=span.span_id, trace_id=span.trace_id),
+                field(function, "name", str, self.name, f"{call_at}.function"), function.get("arguments"), call_id,
+                "id"))
+        self.logged_content += captured
+        if not text and not calls:
+            self.steps.skip(ref, "choice with no content captured")
 
     def tool(self, span: dict, attributes: dict, ref: StepRef, exceptions: list[str]) -> None:
         where = ref.path
@@ -196,21 +445,46 @@ class _Reading:
         call_id = attributes.get("gen_ai.tool.call.id")
         call_id = call_id if isinstance(call_id, str) else None
         ref = StepRef(NAME, where, tool_call_id=call_id, span_id=ref.span_id, trace_id=ref.trace_id)
-        requested = call_id is not None and self.steps.is_open(call_id)  # by an earlier chat span's output
-        if not requested:
-            call = self.steps.call(ref, tool, attributes.get("gen_ai.tool.call.arguments"), call_id)
         has_result = "gen_ai.tool.call.result" in attributes
         result = attributes.get("gen_ai.tool.call.result")
+        self.span_content += has_result or "gen_ai.tool.call.arguments" in attributes
         from_text = isinstance(result, str)
         error = _span_error(span, attributes, exceptions)
+        if error is None and has_result:
+            error = text_error(result) if from_text else error_in(result)
+        requested = call_id is not None and self.steps.is_open(call_id)  # by an earlier chat span's output
+        # ADK names the model's function-call part by its own fallback id (name_index) and the
+        # execute_tool span by the adk-... id it gave the call: the span is that call's execution.
+        joined = None if requested or call_id is not None and self.steps.has_call(call_id) else self.asked(tool)
         if error is None and not has_result:
-            if requested:  # the span is not the call itself, and gives it nothing
-                self.steps.skip(ref, "execute_tool span with no result recorded")
+            if requested or joined is not None:  # the span is not the call itself, and gives it nothing
+                self.steps.skip(ref, "execute_tool span with no result recorded" + (
+                    f" (of the call at {joined.ref.path})" if joined is not None else ""))
+            else:
+                self.steps.call(ref, tool, attributes.get("gen_ai.tool.call.arguments"), call_id)
             return
         if requested:
             self.steps.answer(call_id, result, error, ref, "attributes", from_text=from_text)
+        elif joined is not None:  # one call, one step: the model's part, its result at this span
+            self.steps.resolve(joined, result, error, ref, from_text)
         else:  # the result stands in the call's own span: no result_ref apart from the call
+            call = self.steps.call(ref, tool, attributes.get("gen_ai.tool.call.arguments"), call_id)
             self.steps.resolve(call, result, error, None, from_text)
+
+    def asking(self, call: Step) -> None:
+        """A call a model call's output asked for, which an execute_tool span may execute."""
+        queue = self.requested.get(call.tool_name)
+        if queue is None:
+            self.requested[call.tool_name] = deque((call,))
+        else:
+            queue.append(call)
+
+    def asked(self, tool: str) -> Step | None:
+        """The earliest call of ``tool`` a model call's output asked for that has no result yet."""
+        queue = self.requested.get(tool)
+        while queue and queue[0].outcome is not None:
+            queue.popleft()
+        return queue[0] if queue else None
 
     def chat(self, attributes: dict, ref: StepRef) -> None:
         where = ref.path
@@ -281,10 +555,22 @@ class _Reading:
                 else:
                     self.steps.answer(call_id, result, error_in(result), ref, "id")
             elif self.steps.has_call(call_id):
-                self.steps.skip(ref, "a result its execute_tool span already gave")
+                self.steps.skip(ref, self.again(call_id, part.get("response", part.get("result"))))
             else:
                 fail(self.name, f"{at}.id", f"a tool result for no tool call before it (id '{call_id}')", DANGLING,
                      hint="a result must come after the tool call it answers, naming the call's id")
+
+    def again(self, call_id: str, result: Any) -> str:
+        """Why a response to the answered call ``call_id`` gives no step: its execute_tool span
+        gave the result. When this one is a failure and the span's was not, the call fails (ADK
+        sends a tool's error payload back in the function response): either record's failure
+        is the call's."""
+        error = text_error(result) if isinstance(result, str) else error_in(result)
+        call = self.steps.calls[call_id][-1]
+        if error is None or call.outcome != OK:
+            return "a result its execute_tool span already gave"
+        call.outcome, call.error = ERROR, error
+        return "a failure its execute_tool span's result did not show: the call failed"
 
     def outputs(self, messages: list, where: str, span: StepRef) -> None:
         for i, message in enumerate(messages):
@@ -305,9 +591,9 @@ class _Reading:
                     self.steps.add(Step(REASONING, ref, text=field(part, "content", str, self.name, part_at)))
                 elif kind == "tool_call":
                     call_id = field(part, "id", str, self.name, part_at)
-                    self.steps.call(StepRef(NAME, part_at, i, call_id, span_id=span.span_id, trace_id=span.trace_id),
-                                    field(part, "name", str, self.name, part_at), part.get("arguments"), call_id,
-                                    "id")
+                    self.asking(self.steps.call(
+                        StepRef(NAME, part_at, i, call_id, span_id=span.span_id, trace_id=span.trace_id),
+                        field(part, "name", str, self.name, part_at), part.get("arguments"), call_id, "id"))
                 else:
                     self.steps.skip(ref, f"{kind} part")
             text = "\n".join(texts)
@@ -351,3 +637,13 @@ def _parts_text(parts: Any, name: str, where: str) -> str:
     return "\n".join(field(part, "content", str, name, f"{where}[{j}]")
                      for j, part in enumerate(typed(parts, list, name, where))
                      if typed(part, dict, name, f"{where}[{j}]").get("type") == "text")
+
+
+def _content_text(content: Any, name: str, where: str) -> str:
+    """A message event's ``content``: its text, or the text of its content parts (OpenAI's
+    ``[{"type": "text", "text": ...}]``) joined by newlines; "" when there is none."""
+    if content is None or type(content) is str:
+        return content or ""
+    return "\n".join(typed(part["text"], str, name, f"{where}[{j}].text")
+                     for j, part in enumerate(typed(content, list, name, where))
+                     if typed(part, dict, name, f"{where}[{j}]").get("type") == "text" and "text" in part)

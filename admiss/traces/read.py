@@ -72,9 +72,11 @@ def is_run_list(value: Any) -> bool:
     """Whether ``value`` is a JSON array of runs (of objects that each hold a whole run),
     not one run's array of messages or items."""
     # A LangSmith run has "events" too (its timing events), but a flat array of them is one
-    # trace: the runs of one agent's execution, tied by their parent ids.
+    # trace: the runs of one agent's execution, tied by their parent ids. OTLP export requests
+    # with log records among them are one too: the log events belong with their spans.
     return type(value) is list and bool(value) and all(
-        type(item) is dict and not RUN_FIELDS.isdisjoint(item) and "run_type" not in item for item in value)
+        type(item) is dict and not RUN_FIELDS.isdisjoint(item) and "run_type" not in item
+        and "resourceLogs" not in item for item in value)
 
 
 def _or_error(read: Callable[[Any, str], Trace], value: Any, name: str) -> Trace | TraceError:

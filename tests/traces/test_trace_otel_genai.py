@@ -198,7 +198,8 @@ def test_a_tool_response_in_a_user_message_answers_its_call():
 @pytest.mark.parametrize("spans, found", [
     ([{"attributes": attributes(**{"gen_ai.operation.name": {"stringValue": "chat"},
                                    "gen_ai.request.model": {"stringValue": "gpt-4o"}})}],
-     "1 spans, 1 of them model calls with no messages: the content was not captured (or went to log events)"),
+     "1 spans, 1 of them model calls with no messages: the content was not captured (or went to log events that "
+     "are not in the file)"),
     ([{"attributes": attributes(**{"llm.model_name": {"stringValue": "gpt-4o"}})}],
      "1 spans, none with a gen_ai.operation.name (attributes found: llm.*): no GenAI content"),
 ])

@@ -343,6 +343,7 @@ def otel_genai(value):
                               f"resourceSpans[{r}].scopeSpans[{s}].spans[{k}]"))
     spans.sort(key=lambda entry: entry[:2])
     rows, skipped, calls, system = [], [], {}, None  # calls: id -> index of its row in rows
+    asking = []  # the rows of the calls model outputs asked for
 
     def answer(index, path, result, error):
         kind, at, text, name, args, ok, _, _, _ = rows[index]
@@ -354,13 +355,18 @@ def otel_genai(value):
         if operation == "execute_tool":
             call_id = attributes.get("gen_ai.tool.call.id")
             status = span.get("status") or {}
-            error = status.get("code") in (2, "STATUS_CODE_ERROR") or "error.type" in attributes
             has_result = "gen_ai.tool.call.result" in attributes
             result = attributes.get("gen_ai.tool.call.result")
             result = parsed_result(result) if isinstance(result, str) else result
-            if call_id in calls:
+            error = status.get("code") in (2, "STATUS_CODE_ERROR") or "error.type" in attributes or (
+                has_result and is_error(result))
+            # A span whose id no call has executes the earliest unanswered call of its tool a
+            # model output asked for (ADK: the two ids differ).
+            asked = None if call_id in calls else next(
+                (i for i in asking if rows[i][3] == attributes["gen_ai.tool.name"] and rows[i][8] is None), None)
+            if call_id in calls or asked is not None:
                 if error or has_result:
-                    answer(calls[call_id], path, result, error)
+                    answer(calls[call_id] if asked is None else asked, path, result, error)
                 else:
                     skipped.append(path)
             else:
@@ -392,6 +398,9 @@ def otel_genai(value):
                             result = parsed_result(part["response"])
                             answer(index, f"{at}.parts[{j}]", result, is_error(result))
                         else:
+                            if index is not None and rows[index][7] == "ok" and is_error(
+                                    parsed_result(part["response"])):  # a failure either record shows
+                                rows[index] = rows[index][:7] + ("error",) + rows[index][8:]
                             skipped.append(f"{at}.parts[{j}]")
                 else:
                     text = "\n".join(p["content"] for p in inputs[i]["parts"] if p["type"] == "text")
@@ -408,6 +417,7 @@ def otel_genai(value):
                     elif part["type"] == "tool_call":
                         rows.append(call_row(f"{at}.parts[{j}]", part["name"], part["arguments"], None, None))
                         calls[part["id"]] = len(rows) - 1
+                        asking.append(len(rows) - 1)
                 if not text and all(p["type"] == "text" for p in message["parts"]):
                     skipped.append(at)
         else:

@@ -263,6 +263,8 @@ def any_value(value):
         return {"boolValue": value}
     if isinstance(value, int):
         return {"intValue": str(value)}
+    if isinstance(value, float):
+        return {"doubleValue": value}
     if isinstance(value, str):
         return {"stringValue": value}
     if isinstance(value, list):

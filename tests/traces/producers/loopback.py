@@ -61,7 +61,8 @@ class StandInModel:
 
     def generated(self, message: dict) -> dict:
         """``message`` (a scripted chat message) as a Gemini generateContent response."""
-        parts = [{"functionCall": {"id": call["id"], "name": call["function"]["name"],
+        # The Gemini API gives a function call no id (a scripted call with an empty id is sent so).
+        parts = [{"functionCall": {**({"id": call["id"]} if call["id"] else {}), "name": call["function"]["name"],
                                    "args": json.loads(call["function"]["arguments"])}}
                  for call in message.get("tool_calls") or ()] or [{"text": message["content"]}]
         return {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP"}],
@@ -76,16 +77,28 @@ class StandInModel:
 def otlp_json(spans) -> dict:
     """Finished OpenTelemetry SDK spans as an OTLP JSON trace export (hex ids, as the OTLP
     JSON encoding writes them)."""
-    from google.protobuf.json_format import MessageToDict
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
-    exported = MessageToDict(encode_spans(spans))
-    for resource in exported.get("resourceSpans", []):
-        for scope in resource.get("scopeSpans", []):
-            for span in scope.get("spans", []):
+    return _hex_ids(encode_spans(spans), "resourceSpans", "scopeSpans", "spans")
+
+
+def otlp_logs_json(records) -> dict:
+    """Emitted OpenTelemetry SDK log records as an OTLP JSON logs export (hex ids)."""
+    from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
+
+    return _hex_ids(encode_logs(records), "resourceLogs", "scopeLogs", "logRecords")
+
+
+def _hex_ids(request, resources: str, scopes: str, items: str) -> dict:
+    from google.protobuf.json_format import MessageToDict
+
+    exported = MessageToDict(request)
+    for resource in exported.get(resources, []):
+        for scope in resource.get(scopes, []):
+            for item in scope.get(items, []):
                 for key in ("traceId", "spanId", "parentSpanId"):
-                    if key in span:
-                        span[key] = _hex(span[key])
+                    if key in item:
+                        item[key] = _hex(item[key])
     return exported
 
 

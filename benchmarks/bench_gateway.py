@@ -462,11 +462,13 @@ def _compare_senders(settings: Settings, delay_s: float, spread_s: float, upstre
 
 def run_postgres(settings: Settings) -> None:
     """One gateway writing receipts to SQLite and two to PostgreSQL (a real server on this
-    machine, started here, fsync on), in the same rounds: one committing as the server's
-    defaults do (each commit waits for its WAL flush) and one with the URL's
-    ``options=-c synchronous_commit=off`` (a commit returns before the flush, as SQLite's
-    ``synchronous=NORMAL`` commit returns before any fsync): what the fleet's store costs a
-    request, and how much of it is the disk's."""
+    machine, started here, fsync on), in the same rounds: one as admiss commits by default
+    (``synchronous_commit=off`` in the writer's session, as SQLite's ``synchronous=NORMAL``
+    commit returns before any fsync, the receipts held until flushed: docs/serve.md) and
+    one with the URL's ``options=-c synchronous_commit=on`` (each commit waits for its WAL
+    flush): what the fleet's store costs a request, and how much of it is the disk's. The
+    target is checked on the default.
+    """
     server = postgres_server()
     try:
         for delay_s, spread_s in (UPSTREAMS[0], UPSTREAMS[2]):
@@ -491,8 +493,8 @@ def postgres_server():
     return pgkit.PostgresServer(folder, fsync=True)
 
 
-SQLITE_STORE, POSTGRES_STORE, POSTGRES_ASYNC = "SQLite", "PostgreSQL", "PostgreSQL async commit"
-ASYNC_COMMIT = "?options=-c%20synchronous_commit%3Doff"
+SQLITE_STORE, POSTGRES_STORE, POSTGRES_FLUSHED = "SQLite", "PostgreSQL", "PostgreSQL synchronous_commit=on"
+FLUSH_EACH_COMMIT = "?options=-c%20synchronous_commit%3Don"
 TARGET_STORE_GAP_MS = 0.5
 
 
@@ -500,7 +502,7 @@ def _compare_stores(settings: Settings, delay_s: float, spread_s: float, upstrea
     after = f"{delay_s * 1000:.0f} ± {spread_s * 1000:.0f} ms, uniformly" if spread_s else f"{delay_s * 1000:.0f} ms"
     print_section(f"gateway's receipt store: {SQLITE_STORE} vs {POSTGRES_STORE} (same machine, fsync on), one worker "
                   f"each, in the same rounds, against the fake upstream replying after {after}, concurrency {CONCURRENCY}")
-    stores = {SQLITE_STORE: "receipts.db", POSTGRES_STORE: url, POSTGRES_ASYNC: url + ASYNC_COMMIT}
+    stores = {SQLITE_STORE: "receipts.db", POSTGRES_STORE: url, POSTGRES_FLUSHED: url + FLUSH_EACH_COMMIT}
     folders = {name: tempfile.TemporaryDirectory() for name in stores}
     started = {name: _start_gateway(Path(folders[name].name), upstream_port, 1, POOL, store=store)
                for name, store in stores.items()}
@@ -516,14 +518,15 @@ def _compare_stores(settings: Settings, delay_s: float, spread_s: float, upstrea
     print_table("added latency beyond direct calls, in ms",
                 ["round", *(f"{name} {what}" for name in stores for what in ("added p50", "added p99", "req/s"))], rows)
     print(f"receipts stored: {stored[SQLITE_STORE]} in SQLite, {stored[POSTGRES_STORE]} in PostgreSQL")
-    for name in (POSTGRES_STORE, POSTGRES_ASYNC):
+    for name in (POSTGRES_STORE, POSTGRES_FLUSHED):
         gap = medians[name][0] - medians[SQLITE_STORE][0]
         print(f"{name} against SQLite: {_ms(gap)} ms more added median, "
               f"{_ms(medians[name][1] - medians[SQLITE_STORE][1])} ms more added p99, throughput "
               f"{ratio_text(medians[name][2] / medians[SQLITE_STORE][2])} SQLite's; one at a time "
               f"{_ms(one[name] - one[SQLITE_STORE])} ms more")
-        print(target_text(f"{name}: added median within {TARGET_STORE_GAP_MS} ms of SQLite's",
-                          gap * 1000 <= TARGET_STORE_GAP_MS, f"{_ms(gap)} ms"))
+        if name == POSTGRES_STORE:
+            print(target_text(f"{name}: added median within {TARGET_STORE_GAP_MS} ms of SQLite's",
+                              gap * 1000 <= TARGET_STORE_GAP_MS, f"{_ms(gap)} ms"))
 
 
 def _run_gateway(settings: Settings, delay_s: float, spread_s: float, upstream_port: int, relay_port: int,

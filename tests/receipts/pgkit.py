@@ -51,12 +51,13 @@ def _free_port() -> int:
 class PostgresServer:
     """One server for the test session; :meth:`database` makes a fresh database per test."""
 
-    def __init__(self, bin_folder: Path, fsync: bool = False):
+    def __init__(self, bin_folder: Path, fsync: bool = False, settings: dict[str, str] | None = None):
         """``fsync``: the server's own default durability (benchmarks); off for the tests,
         which check what the gateway commits and when, not the server's crash safety, on a
-        disk the machine shares."""
+        disk the machine shares. ``settings``: more of the server's settings (name: value)."""
         self.bin = bin_folder
         self.fsync = fsync
+        self.settings = settings or {}
         self.as_root = os.geteuid() == 0
         if self.as_root:
             _ensure_user(SERVER_USER)
@@ -83,7 +84,8 @@ class PostgresServer:
 
     def start(self) -> None:
         options = (f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.folder} -c max_connections=200"
-                   f" -c fsync={'on' if self.fsync else 'off'}")
+                   f" -c fsync={'on' if self.fsync else 'off'}"
+                   + "".join(f" -c {name}={value}" for name, value in self.settings.items()))
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-o", options, "-w", "-t", "60", "start")
 
     def stop(self, mode: str = "fast") -> None:

@@ -418,7 +418,23 @@ class PostgresWriter:
     async def _aclose(self) -> None:
         while self._committer is not None:
             await asyncio.shield(self._committer)
+        if self._held:
+            try:
+                await asyncio.wait_for(self._send_held_if_lost(), CONNECT_TIMEOUT_S * 2)
+            except (psycopg.Error, asyncio.TimeoutError) as exc:
+                logging.getLogger("uvicorn.error").warning(
+                    "receipt store: %d receipts not yet flushed could not be checked at close: %s",
+                    sum(len(rows) for _, rows in self._held), self.store.masked(exc))
         await self._drop()
+
+    async def _send_held_if_lost(self) -> None:
+        """Before closing: if the connection broke (the server restarted since the last
+        commit), what the writer holds is sent again on a new one."""
+        try:
+            await (await self._connection()).execute("SELECT 1")
+        except psycopg.OperationalError:
+            await self._drop()
+            await self._connection()
 
     def close(self) -> None:
         """Commit what is queued and close the connections (from any thread but the loop's:

@@ -160,16 +160,15 @@ def _received(sock: socket.socket) -> bytes:
         return b""
 
 
-class H2Upstream:
-    """A chat-completions server speaking HTTP/2 only (ALPN "h2", the h2 library's state
-    machine), answering every POST with ``reply`` (JSON bytes); ``requests`` counts them."""
+class _TlsServer:
+    """A TLS server on 127.0.0.1 with the PKI's server certificate, serving each connection
+    in a thread of its own with ``_serve``."""
 
-    def __init__(self, pki: Pki, reply: bytes):
-        self.reply = reply
-        self.requests = 0
+    def __init__(self, pki: Pki, alpn: list[str] | None = None):
         self._tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self._tls.load_cert_chain(pki.server_cert, pki.server_key)
-        self._tls.set_alpn_protocols(["h2"])
+        if alpn:
+            self._tls.set_alpn_protocols(alpn)
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.url = f"https://127.0.0.1:{self._listener.getsockname()[1]}/v1"
         threading.Thread(target=self._accept, daemon=True).start()
@@ -184,6 +183,19 @@ class H2Upstream:
             except OSError:
                 return
             threading.Thread(target=self._serve, args=(raw,), daemon=True).start()
+
+    def _serve(self, raw: socket.socket) -> None:
+        raise NotImplementedError
+
+
+class H2Upstream(_TlsServer):
+    """A chat-completions server speaking HTTP/2 only (ALPN "h2", the h2 library's state
+    machine), answering every POST with ``reply`` (JSON bytes); ``requests`` counts them."""
+
+    def __init__(self, pki: Pki, reply: bytes):
+        self.reply = reply
+        self.requests = 0
+        super().__init__(pki, alpn=["h2"])
 
     def _serve(self, raw: socket.socket) -> None:
         import h2.config
@@ -220,8 +232,7 @@ class H2Upstream:
                 sock.sendall(connection.data_to_send())
 
 
-
-class HangUpUpstream:
+class HangUpUpstream(_TlsServer):
     """A TLS server that completes the handshake, reads the request and hangs up without a
     reply: with ``reset`` by a TCP reset (the client reads a ReadError), else by a clean close
     (httpx says "Server disconnected"). Either is what a server that wanted a client
@@ -229,24 +240,9 @@ class HangUpUpstream:
 
     def __init__(self, pki: Pki, reset: bool):
         self._reset = reset
-        self._tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        self._tls.load_cert_chain(pki.server_cert, pki.server_key)
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"https://127.0.0.1:{self._listener.getsockname()[1]}/v1"
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__(pki)
 
-    def stop(self) -> None:
-        self._listener.close()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                raw, _ = self._listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._hang_up, args=(raw,), daemon=True).start()
-
-    def _hang_up(self, raw: socket.socket) -> None:
+    def _serve(self, raw: socket.socket) -> None:
         try:
             sock = self._tls.wrap_socket(raw, server_side=True)
             _received(sock)

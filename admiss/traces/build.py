@@ -369,8 +369,8 @@ class Steps:
         for call in self.tool_calls:
             if not call.args_parsed:  # whatever came back: the call itself was broken
                 call.outcome, call.error = BAD_ARGS, "arguments are not valid JSON"
-            elif call.outcome is None:
-                call.outcome, call.error = NO_RESULT, "no result"
+            elif call.outcome is None:  # an error said while it was open says why it got none
+                call.outcome, call.error = NO_RESULT, call.error or "no result"
         steps = self.items
         for i in range(len(steps) - 1, -1, -1):
             if steps[i].type == REASONING:

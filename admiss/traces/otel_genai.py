@@ -461,7 +461,8 @@ class _Reading:
                 self.steps.skip(ref, "execute_tool span with no result recorded" + (
                     f" (of the call at {joined.ref.path})" if joined is not None else ""))
             else:
-                self.steps.call(ref, tool, attributes.get("gen_ai.tool.call.arguments"), call_id)
+                call = self.steps.call(ref, tool, attributes.get("gen_ai.tool.call.arguments"), call_id)
+                call.error = _uncaptured(span)  # kept if nothing later answers the call
             return
         if requested:
             self.steps.answer(call_id, result, error, ref, "attributes", from_text=from_text)
@@ -601,6 +602,18 @@ class _Reading:
                 self.steps.insert(text_at, Step(ASSISTANT_TEXT, StepRef(NAME, at, i, span_id=span.span_id, trace_id=span.trace_id), text=text))
             elif only_text:
                 self.steps.skip(StepRef(NAME, at, i, span_id=span.span_id, trace_id=span.trace_id), "output message with no text")
+
+
+_OK_CODES = (1, "1", "STATUS_CODE_OK")
+
+
+def _uncaptured(span: dict) -> str:
+    """Why an execute_tool span that failed in no way gives its call no result: what its
+    status says of the run (the result is still unknown, so the call stays no_result)."""
+    status = span.get("status")
+    ran = isinstance(status, dict) and status.get("code") in _OK_CODES
+    return ("no result recorded: the span's status OK says the tool ran without an error; what it returned "
+            "was not captured" if ran else "no result recorded, and the span sets no status")
 
 
 def _span_error(span: dict, attributes: dict, exceptions: list[str]) -> str | None:

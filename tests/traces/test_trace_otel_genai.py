@@ -79,7 +79,10 @@ def tool_span(start="1", status=None, **extra):
     (tool_span(status={"code": "STATUS_CODE_ERROR"}), "error", "status ERROR"),
     (tool_span(status={"code": 2, "message": "boom"}), "error", "boom"),
     (tool_span(**{"error.type": {"stringValue": "_OTHER"}}), "error", "_OTHER"),
-    (tool_span(status={"code": 1}), "no_result", "no result"),
+    # Content capture off: the status still says whether the tool ran (once: "no result").
+    (tool_span(status={"code": 1}), "no_result", "no result recorded: the span's status OK says the tool ran "
+     "without an error; what it returned was not captured"),
+    (tool_span(), "no_result", "no result recorded, and the span sets no status"),
     (tool_span(**{"gen_ai.tool.call.result": {"kvlistValue": {"values": [
         {"key": "refund_id", "value": {"stringValue": "R-1"}}, {"key": "amount", "value": {"intValue": "40"}}]}}}),
      "ok", None),

@@ -13,13 +13,11 @@ import os
 import secrets
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
 from importlib.util import find_spec
 
-import httpx
 import openai
 import pytest
 
@@ -32,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).parent.parent / "serve"))
 
 from agentkit import REFUND_RULES, agent_route, call  # noqa: E402
 from chat_server import ChatServer, Recorded, Reply  # noqa: E402
-from gatewaykit import free_port  # noqa: E402
+from gatewaykit import free_port, wait_until_healthy  # noqa: E402
 
 from admiss.receipts import open_store  # noqa: E402
 
@@ -123,17 +121,7 @@ class Proxy:
         self._wait_until_up()
 
     def _wait_until_up(self) -> None:
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the LiteLLM proxy exited {self.process.returncode}:\n{self.log.read_text()}")
-            try:
-                if httpx.get(f"{self.url}/health/liveliness", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.5)
-        raise RuntimeError(f"the LiteLLM proxy did not come up:\n{self.log.read_text()}")
+        wait_until_healthy(f"{self.url}/health/liveliness", self.process, 180, "the LiteLLM proxy", self.log.read_text)
 
     def client(self) -> openai.OpenAI:
         return openai.OpenAI(base_url=f"{self.url}/v1", api_key=self.key, max_retries=0)

@@ -18,7 +18,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import httpx
 import openai
@@ -117,6 +117,23 @@ max_request_bytes = {max_request_bytes}
 """
 
 
+def wait_until_healthy(url: str, process: subprocess.Popen, seconds: float, what: str,
+                       log: Callable[[], str] = lambda: "") -> None:
+    """Return once a GET of ``url`` answers 200; RuntimeError (with ``log()``) when ``process``
+    exits first or ``seconds`` pass."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{what} exited {process.returncode}:\n{log()}")
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"{what} did not come up:\n{log()}")
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -159,16 +176,7 @@ class Gateway:
         self._wait_until_up()
 
     def _wait_until_up(self) -> None:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"admiss serve exited {self.process.returncode}:\n{self.log.read_text()}")
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                time.sleep(0.1)
-        raise RuntimeError(f"admiss serve did not come up:\n{self.log.read_text()}")
+        wait_until_healthy(f"{self.url}/healthz", self.process, 30, "admiss serve", self.log.read_text)
 
     def client(self, key: str | None = KEY, **options: Any) -> openai.OpenAI:
         return openai.OpenAI(base_url=f"{self.url}/v1", api_key=key, max_retries=0, **options)

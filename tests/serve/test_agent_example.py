@@ -9,11 +9,9 @@ import json
 import os
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
-import httpx
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -21,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).parent.parent / "gates"))
 
 from agentkit import agent_route, call  # noqa: E402
 from chat_server import ChatServer  # noqa: E402
-from gatewaykit import free_port  # noqa: E402
+from gatewaykit import free_port, wait_until_healthy  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = """
@@ -46,12 +44,7 @@ def served(tmp_path_factory):
                                env={**os.environ, "OPENAI_API_KEY": "sk-loopback"}, stdout=subprocess.DEVNULL,
                                stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                break
-        except httpx.TransportError:
-            time.sleep(0.1)
+    wait_until_healthy(f"{url}/healthz", process, 30, "admiss serve")
     yield f"{url}/v1"
     process.terminate()
     assert process.wait(30) == 0

@@ -20,13 +20,11 @@ import shlex
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 from chat_server import Recorded, Reply, completion
-from gatewaykit import free_port
+from gatewaykit import free_port, wait_until_healthy
 from tls_kit import ConnectProxy, make_pki, tls_upstream
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,7 +85,7 @@ def test_the_readme_gateway_commands_work_as_written(tmp_path, stand_in_network)
     serving = subprocess.Popen(shlex.split(serve.rstrip("&").replace("8000", str(port))), cwd=folder, env=environ,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        _wait_until_up(port, serving)
+        wait_until_healthy(f"http://127.0.0.1:{port}/healthz", serving, 60, "admiss serve")
         ran = subprocess.run(shlex.split(agent.replace("8000", str(port))), cwd=folder, env=environ,
                              capture_output=True, text=True, timeout=120)
     finally:
@@ -104,14 +102,3 @@ def test_the_readme_gateway_commands_work_as_written(tmp_path, stand_in_network)
                               text=True, timeout=60)
     assert receipts.returncode == 0, receipts.stderr
     assert [json.loads(line)["chain"]["served"] for line in receipts.stdout.splitlines()] == ["draft"] * 3
-
-
-def _wait_until_up(port: int, serving: subprocess.Popen) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and serving.poll() is None:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            time.sleep(0.1)
-    pytest.fail(f"admiss serve did not come up: exit {serving.poll()}")

@@ -282,6 +282,21 @@ def _lines_of(item: dict[str, Any]) -> list[dict[str, Any]]:
     return rows or [{"file": piece.file, "line": 0, "path": piece.path, "text": None}]
 
 
+def _made_for_the_run(folder: Path, stack: contextlib.ExitStack) -> None:
+    """Make ``folder`` and the folders above it that are missing; a run that fails takes
+    out again those of them it leaves empty (Ray that never started leaves no output)."""
+    missing = [folder, *(p for p in folder.parents if not p.exists())]
+    missing = missing if not folder.exists() else []
+    folder.mkdir(parents=True, exist_ok=True)
+    for made in reversed(missing):  # the stack calls back last first: the innermost goes first
+        stack.callback(_remove_if_empty, made)
+
+
+def _remove_if_empty(folder: Path) -> None:
+    with contextlib.suppress(OSError):  # not empty: the run wrote into it (or someone else did)
+        folder.rmdir()
+
+
 class _Output:
     """The output folder's files, written from segments in input order: reports and error
     texts appended, a row group per segment, counts added up. A file none of whose segments
@@ -289,7 +304,7 @@ class _Output:
 
     def __init__(self, folder: Path, run: _RecordingRun, errors: Any, stack: contextlib.ExitStack):
         self.run, self.errors = run, errors
-        (folder / "properties.parquet").mkdir(parents=True, exist_ok=True)
+        _made_for_the_run(folder / "properties.parquet", stack)
         self.reports = stack.enter_context(atomic_writer(folder / "reports.jsonl")).buffer
         self.parquet_path = folder / "properties.parquet" / PARQUET_PART
         self.parquet_tmp = self.parquet_path.with_name(f".{PARQUET_PART}.tmp")

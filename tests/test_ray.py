@@ -87,6 +87,22 @@ def test_a_cluster_address_nothing_listens_on_is_a_clear_error_at_once(admiss_cl
     assert not (tmp_path / "out").exists()
 
 
+def test_a_ray_that_never_starts_leaves_no_output_folder(tmp_path):
+    # 'auto' with no cluster running passes the reachability check (Ray resolves it itself)
+    # and fails in ray.init, after the output folder was made: an empty
+    # out/deeper/properties.parquet/ was left behind. ``starting`` is where ray.init runs.
+    (tmp_path / "sec.rubric").write_text(STRICT)
+    (tmp_path / "b.jsonl").write_text(json.dumps({"evidence": [TEN_K]}) + "\n")
+
+    def no_cluster():
+        raise ConnectionError("Could not find any running Ray instance.")
+
+    with pytest.raises(ConnectionError):
+        check_dataset([str(tmp_path / "b.jsonl")], tmp_path / "sec.rubric", tmp_path / "out" / "deeper",
+                      starting=no_cluster)
+    assert not (tmp_path / "out").exists()
+
+
 def test_ray_is_quiet_by_default_and_errors_still_show(tmp_path):
     # One real `admiss check --ray local` run: Ray printed some 60 INFO, progress and
     # core_worker.cc lines for a handful of bundles; only admiss's own error may remain.

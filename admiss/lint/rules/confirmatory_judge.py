@@ -12,15 +12,21 @@ constructive feedback, then APPROVE.") are flagged.
 
 The text is read clause by clause (split at `.`, `?`, `!`, `;`, `:` and "then"). A clause
 seeks failure when it names a failure (error, mistake, flaw, gap, wrong, incorrect,
-unsupported, missing, lacks, contradicts, not stated, no source, could fail, ...) that is
-not asserted absent ("no errors", "free of mistakes", "nothing is wrong", "is not
-wrong"), not one side of a verdict pair ("right or wrong", "true or false", "approve or
-reject"), and not switched off ("do not look for errors",
-"ignore minor mistakes"). A clause asks for a verdict when it says approve, LGTM, sign
+unsupported, missing, lacks, contradicts, not stated, no source, could fail, ...): a mis-
+verb (mistranslated, miscounted), a step left undone (unanswered, unhandled), a broken
+rule (violates), a difference (differs from), a defect (harmful, unnecessary, a
+vulnerability), in a JSON key as well (`unsupported_claims`), or by ellipsis ("list each
+claim that is not"). "Problem" and "issue" meaning the task ("whether the customer's
+issue gets resolved") name no failure. The failure must not be asserted absent ("no
+errors", "free of mistakes", "nothing is wrong", "is not wrong", "doesn't contain
+anything wrong", "no required field is missing"), not one side of a verdict pair ("right
+or wrong", "true or false", "approve or reject", `"pass" | "fail"`, "safe or unsafe"),
+and not switched off ("do not look for errors", "ignore minor mistakes"). A clause asks for a verdict when it says approve, LGTM, sign
 off, pass, rate, score, grade or "give a score"; a verdict clause that is itself a failure
 rule ("score 0 if any claim is unsupported") seeks failure. Words such as "accurate" or
 "correct" change nothing: "Is the summary accurate? Point out every sentence that is
-wrong." seeks failure.
+wrong." seeks failure. The order is the order of the text: "Rate it. But first, find its
+errors." is flagged, because the verdict is written first; write the search first.
 
 This rule took over the earlier word list of confirmatory phrases, so one text gets one
 finding from it. A tone instruction (ADM006) is a different fault and is reported
@@ -76,6 +82,7 @@ _FAILURE_NOUNS = (
     r"|hallucinations?|inaccurac(?:y|ies)|counter-?examples?|loopholes?|falsehoods?|fabrications?|untruths?"
     r"|misstatements?|misquot(?:es?|ations?)|holes|red\s+flags?|shortcomings?|caveats?|objections?"
     r"|reasons?\s+to\s+(?:reject|doubt|fail)|risks?|pitfalls?|edge\s+cases?|blind\s+spots?|oversights?"
+    r"|differences?|mismatch(?:es)?|violations?|breach(?:es)?|vulnerabilit(?:y|ies)|exploits?|injections?"
 )
 _FAILURE_WORDS = (
     r"wrong(?:ly)?|incorrect(?:ly)?|false|untrue|inaccurate(?:ly)?|invalid|erroneous|mistaken|mislead\w*|bogus"
@@ -83,7 +90,14 @@ _FAILURE_WORDS = (
     r"|unwarranted|ungrounded|baseless|dubious|questionable|suspicious|implausible|doubtful|fishy|off-base"
     r"|missing|miss(?:es|ed)?|lack(?:s|ing|ed)?|absent|omit(?:s|ted)?|left\s+out|overlook(?:s|ed)?|neglect(?:s|ed)?"
     r"|fabricat\w*|hallucinat\w*|invent(?:s|ed)|made[-\s]up|overclaim\w*|overstat\w*|exaggerat\w*|misrepresent\w*"
-    r"|misstat\w*|misquot\w*|misread\w*|misinterpret\w*|misattribut\w*"
+    r"|mis(?:stat|quot|read|interpret|attribut|translat|spell|label|calculat|count|classif|characteri[sz]|us"
+    r"|appl|nam|cit|report|judg|understand|understood|identif|match|align|configur|format|order|typ|pars"
+    r"|handl|sort|plac|lead)\w*"
+    r"|un(?:answered|addressed|resolved|handled|tested|checked|validated|sanitized|sanitised|escaped|mentioned"
+    r"|explained|stated|cited|sourced)"
+    r"|violat\w*|breach\w*|infring\w*|contraven\w*|disobey\w*|differ(?:s|ed|ing)?|mismatch(?:ed|es|ing)?"
+    r"|weak(?:er|est)?|vulnerable|insecure|unsafe|harmful|dangerous|toxic|offensive|unnecessary|redundant"
+    r"|superfluous|irrelevant|off-topic|beyond\s+what"
     r"|contradict\w*|conflict(?:s|ing)?|inconsistent|disagree(?:s|ing)?|deviat\w*|diverg\w*"
     r"|fail(?:s|ed|ing)?|break(?:s|ing)?|broken|go(?:es)?\s+wrong|flawed|faulty|defective|buggy|incomplete"
     r"|refut\w*|disprov\w*|falsif\w*|debunk\w*|undermin\w*|poke\s+holes|argue\s+against|case\s+against"
@@ -93,18 +107,24 @@ _FAILURE_WORDS = (
 _NOT_SUPPORTED = (
     r"(?:\bnot\b|n't\b|\bnever\b)(?:\s+\w+){0,2}?\s+(?:support|stat|back|ground|sourc|cit|found|present"
     r"|true|correct|accurate|right|valid|justif|verif|match|follow|hold|agree|address|answer|cover|mention|includ"
-    r"|in\b|from\b|by\b|consistent|entail|impl|substantiat|confirm|prov|shown|show|trace|attribut|work|pass"
+    r"|consistent|entail|impl|substantiat|confirm|prov|shown|show|trace|attribut|work|pass"
     r"|satisf|meet|met\b|fulfil|compl|handl|appear|exist|reflect|rest)\w*"
+    r"|(?:\bnot\b|n't\b|\bnever\b)(?:\s+(?:come|comes|taken|drawn|derived|quoted|copied))?\s+(?:in|from|by)\b"
 )
+# An answer left out by ellipsis at the end of a clause: "list each claim that is not".
+_ELLIPTIC_NOT = (r"\b(?:that|which|those|ones?|where)\s+(?:is|are|was|were|do|does|did|has|have|had|can|could"
+                 r"|would|will)\s*(?:not|n't)\b(?=\s*(?:[,)]|$))")
 # An absence of support named as the failure: "no source", "without a citation".
 _NO_SUPPORT = (
     r"\b(?:no|without(?:\s+an?|\s+any)?|lacking(?:\s+an?|\s+any)?|(?:not|n't)\s+(?:have|has|give|provide|include)"
     r"(?:\s+an?|\s+any)?)\s+(?:\w+\s+){0,2}?(?:source|citation|support|evidence"
     r"|passage|quote|reference|backing|basis|proof|justification|grounding|test|link|receipt|record)s?\b"
 )
-_FAILURE = re.compile(rf"\b(?:{_FAILURE_NOUNS}|{_FAILURE_WORDS})\b|{_NOT_SUPPORTED}|{_NO_SUPPORT}"
+_FAILURE = re.compile(rf"\b(?:{_FAILURE_NOUNS}|{_FAILURE_WORDS})\b|{_NOT_SUPPORTED}|{_NO_SUPPORT}|{_ELLIPTIC_NOT}"
                       r"|\bcould\s+(?:be|go)\s+wrong\b", re.IGNORECASE)
 
+# Two options of a verdict: "right or wrong", "pass" | "fail", correct/incorrect.
+_OR = r"[\"']?\s*(?:\bor\b|/|\|)\s*[\"']?"
 # A failure named only to say it is absent, or as one side of a verdict: not a search.
 _ABSENT = re.compile(
     rf"\b(?:no|zero|free\s+(?:of|from)|without(?:\s+any)?|nothing(?:\s+\w+){{0,2}}|none\s+of\s+the|never)\s+"
@@ -112,11 +132,15 @@ _ABSENT = re.compile(
     rf"|\b(?:{_FAILURE_NOUNS})-free\b"
     rf"|(?:\bnot|n't)\s+(?:\w+\s+)?(?:{_FAILURE_WORDS})\b"
     rf"|\b(?:does\s+not|doesn't|do\s+not|don't|did\s+not|didn't|is\s+not|isn't|are\s+not|aren't|has|have|contains?)"
-    rf"\s+(?:\w+\s+){{0,2}}?(?:contain|have|include|make|show|with|free|no)\s+(?:any\s+)?(?:\w+\s+){{0,2}}?"
-    rf"(?:{_FAILURE_NOUNS})\b"
-    rf"|\b(?:right|correct|true|accurate|valid|good|pass|acceptable|fine|complete)\s+or\s+(?:{_FAILURE_WORDS}|bad|not)\b"
-    rf"|\b(?:approve|accept|pass|yes)\s+or\s+(?:reject|fail|no)\b|\b(?:reject|fail|no)\s+or\s+(?:approve|accept|pass|yes)\b"
-    rf"|\b(?:{_FAILURE_WORDS}|bad)\s+or\s+(?:right|correct|true|accurate|valid|good|complete|not)\b",
+    rf"\s+(?:\w+\s+){{0,2}}?(?:contain|have|include|make|show|with|free|no)\s+(?:any(?:thing)?\s+)?(?:\w+\s+){{0,2}}?"
+    rf"(?:{_FAILURE_NOUNS}|{_FAILURE_WORDS})\b"
+    rf"|\b(?:no|not\s+(?:a|one|any|a\s+single))\s+(?:\w+\s+){{0,3}}?(?:is|are|was|were|be|gets?|got|goes|went)\s+"
+    rf"(?:\w+\s+)?(?:{_FAILURE_WORDS})\b"
+    rf"|\b(?:right|correct|true|accurate|valid|good|pass|acceptable|fine|complete){_OR}(?:{_FAILURE_WORDS}|bad|not)\b"
+    rf"|\b(?:approve|accept|pass|yes){_OR}(?:reject|fail|no)\b|\b(?:reject|fail|no){_OR}(?:approve|accept|pass|yes)\b"
+    rf"|\b(?:{_FAILURE_WORDS}|bad){_OR}(?:right|correct|true|accurate|valid|good|complete|not)\b"
+    rf"|\b(?P<quality>\w+){_OR}(?:un|in|im|ir|il|dis|non-?)(?P=quality)\b|\b(?:un|in|im|ir|il|dis|non-?)"
+    rf"(?P<lack>\w+){_OR}(?P=lack)\b",
     re.IGNORECASE,
 )
 # A search that is switched off, up to the next "but"/"and"/comma: "don't look for errors",
@@ -129,6 +153,16 @@ _SWITCHED_OFF = re.compile(
     r"|\b(?:ignore|ignoring|disregard|overlook|skip|set\s+aside|forgive|excuse|tolerate)\b)[^,]*?(?=,|\bbut\b|\band\b|$)",
     re.IGNORECASE,
 )
+# "problem" and "issue" as the task the answer is to solve, not a fault in it: "whether the
+# customer's issue gets resolved", "solve the problem".
+_TASK_SENSE = re.compile(
+    r"\b(?:solv|resolv|address|handl|tackl)\w*\s+(?:[\w']+\s+){0,2}?(?:problem|issue)s?\b"
+    r"|\b(?:the|this|that|their|his|her|its|\w+'s)\s+(?:[\w']+\s+)?(?:problem|issue)s?\s+(?:gets?|got|is|are|was|were"
+    r"|has\s+been|have\s+been|being)\s+(?:\w+\s+)?(?:solved|resolved|addressed|handled|answered)\b",
+    re.IGNORECASE,
+)
+# Names written as identifiers, as JSON keys often are: "unsupported_claims", "missingPoints".
+_IDENTIFIER_JOIN = re.compile(r"_|(?<=[a-z])(?=[A-Z])")
 # A request for a verdict: approval, a rating, a pass.
 _VERDICT = re.compile(
     r"\bapprov(?:e|es|ed|al)\b|\bLGTM\b|\bsign[- ]?off\b|\bthumbs[- ]up\b|\bgive\s+(?:it\s+)?(?:a\s+|your\s+)?"
@@ -148,7 +182,7 @@ _REWRITE = ("List each claim in the answer. Which claim is not supported by the 
 
 def _seeks_failure(clause: str) -> bool:
     """Whether a clause directs the judge to search for a failure."""
-    searched = _SWITCHED_OFF.sub(" ", _ABSENT.sub(" ", clause))
+    searched = _SWITCHED_OFF.sub(" ", _ABSENT.sub(" ", _TASK_SENSE.sub(" ", clause)))
     return _FAILURE.search(searched) is not None
 
 
@@ -160,6 +194,7 @@ def _asks_verdict(clause: str) -> bool:
 def verdict_before_search(question: str) -> tuple[bool, str | None]:
     """Whether the question asks a failure-seeking question, and the verdict clause that
     comes before the first one (None when no verdict is asked first)."""
+    question = _IDENTIFIER_JOIN.sub(" ", question)
     for clause in (c.strip() for c in _CLAUSE_BREAK.split(question)):
         if _seeks_failure(clause):
             return True, None

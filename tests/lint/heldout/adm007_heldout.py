@@ -3,7 +3,7 @@
 Black-box on purpose: every text goes into a rubric file of its own, as a user would write
 it, and only what `admiss lint --format json` prints decides whether it was flagged.
 
-    python tests/lint/heldout/measure.py          # figures per half, and every miss
+    python tests/lint/heldout/adm007_heldout.py         # figures per half, and every miss
 """
 
 from __future__ import annotations

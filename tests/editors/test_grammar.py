@@ -45,7 +45,10 @@ def comments(name: str, text: str):
 
 
 def corpus() -> dict[str, str]:
-    out = {p.name: p.read_text(encoding="utf-8") for p in sorted((ROOT / "rubrics").glob("*.rubric"))}
+    """The shipped rubrics, docs/language.md's examples, and the rubrics beside this file
+    (constructs the page shows that neither of the others writes)."""
+    files = sorted((ROOT / "rubrics").glob("*.rubric")) + sorted(Path(__file__).parent.glob("*.rubric"))
+    out = {p.name: p.read_text(encoding="utf-8") for p in files}
     page = (ROOT / "docs" / "language.md").read_text(encoding="utf-8")
     for number, fence in enumerate(re.findall(r"^```rubric[^\n]*\n(.*?)^```", page, re.S | re.M)):
         out[f"language.md-{number:02d}"] = fence
@@ -169,3 +172,29 @@ def test_names_get_the_scope_of_what_they_name(tokenized):
             assert scope.startswith(expected), (name, found, scope)
             checked += 1
     assert checked > 300
+
+
+# What docs/language.md's "Lexical rules" name, each as a regex over the raw text.
+LEXICAL = {
+    **{f"escape {e}": re.escape(e) for e in ('\\"', "\\\\", "\\/", "\\b", "\\f", "\\n", "\\r", "\\t")},
+    "escape \\uXXXX": r"\\u[0-9a-fA-F]{4}", "surrogate pair": r"\\u[dD][89abAB]\w\w\\u[dD][c-fC-F]\w\w",
+    "negative number": r"== -\d", "decimal number": r"\b\d+\.\d+\b(?![ms])",
+    **{f"duration {u}": rf"\b\d+(\.\d+)?{u}\b" for u in ("ms", "s", "m")},
+    "WHERE true": r"== true\b", "WHERE false": r"== false\b", "WHERE null": r"== null\b",
+    "name starting with a keyword": r"\bADMITT\b", "lower-case keyword as a name": r"\bproperty\b",
+    "comment after code": r"\S[ \t]+#", "# inside a string": r'"[^"\n]*#[^"\n]*"',
+}
+
+
+def test_every_keyword_and_lexical_form_of_the_language_page_has_a_snapshot():
+    """Each keyword of the grammar, and each form the page's lexical rules show, occurs in a
+    text that has a snapshot, so the snapshots show how it is highlighted."""
+    page = (ROOT / "docs" / "language.md").read_text(encoding="utf-8")
+    snapped = [text for name, text in corpus().items() if (SNAPSHOTS / f"{name}.snap").is_file()]
+    lexed = {t.type.lstrip("_") for text in snapped if (found := expected_after(text)) for t in found[0]}
+    missing = sorted(k for k in KEYWORDS if k not in lexed)  # the grammar's (tests/lsp/test_lsp_fuzz.py)
+    assert not missing, f"keywords with no snapshot: {missing}"
+    for what, pattern in LEXICAL.items():
+        assert any(re.search(pattern, text) for text in snapped), f"{what}: shown on the page, in no snapshot"
+    for unit in re.findall(r"`\d+(?:\.\d+)?(ms|s|m)`", page):
+        assert f"duration {unit}" in LEXICAL

@@ -13,7 +13,7 @@ from collections import Counter
 import pytest
 
 import adm007_heldout as heldout
-import split
+import adm007_split as split
 
 # Misses of the rule as measured (python tests/lint/heldout/adm007_heldout.py).
 KNOWN_MISSES = {

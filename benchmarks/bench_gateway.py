@@ -302,8 +302,14 @@ def _ms(seconds: float) -> str:
 
 
 def run(settings: Settings) -> None:
+    """Plain requests against each upstream. With ``--baseline-admiss``, another checkout's
+    gateway runs in the same rounds as this one's instead, for a before and after under one
+    machine load."""
     for delay_s, spread_s in UPSTREAMS:
-        _run_against(settings, delay_s, spread_s)
+        if settings.baseline_admiss:
+            _compare_baseline(settings, delay_s, spread_s, "plain")
+        else:
+            _run_against(settings, delay_s, spread_s)
 
 
 def run_agents(settings: Settings) -> None:

@@ -449,8 +449,12 @@ def _bound_connections(settings: ServeSettings) -> None:
 def _server_config(app: Any, host: str, port: int, grace_s: float, log_level: str, **more: Any):
     import uvicorn
 
+    # proxy_headers=False: uvicorn would wrap the app in a middleware that reads
+    # X-Forwarded-For and -Proto into every request's scope; nothing here reads the client's
+    # address or scheme, and the wrapper was a layer on every model request's path.
     return uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False, http=_BoundedHttp,
-                          timeout_graceful_shutdown=grace_s, lifespan="on", server_header=False, **more)
+                          timeout_graceful_shutdown=grace_s, lifespan="on", server_header=False, proxy_headers=False,
+                          **more)
 
 
 def serve(routers: dict[str, Router], keys: frozenset[str], host: str, port: int, grace_s: float,

@@ -166,7 +166,8 @@ def _request(path: str, body: dict, headers: dict[str, str]) -> bytes:
 _HELD = re.compile(rb'upstream_ms\\?": ([0-9.]+)')
 
 
-async def _connection(port: int, request: bytes, count: int, latencies: list[float], start_after: float) -> None:
+async def _connection(port: int, request: bytes, count: int, latencies: list[float], start_after: float,
+                      ends: list[float] | None = None) -> None:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     await asyncio.sleep(start_after)
     try:
@@ -182,21 +183,25 @@ async def _connection(port: int, request: bytes, count: int, latencies: list[flo
             if status != b"200":
                 raise RuntimeError(f"HTTP {status.decode()}")
             latencies.append(took - float(_HELD.search(body).group(1)) / 1000)
+            if ends is not None:
+                ends.append(started + took)
     finally:
         writer.close()
 
 
-def load(port: int, request: bytes, total: int, concurrency: int, ramp_s: float = 0.0) -> tuple[list[float], float]:
+def load(port: int, request: bytes, total: int, concurrency: int, ramp_s: float = 0.0,
+         ends: list[float] | None = None) -> tuple[list[float], float]:
     """Per-request latencies less the upstream's own time (s), and requests per second:
     ``total`` requests over ``concurrency`` connections, each sending its share one after
     another. With ``ramp_s``, connection i sends its first request ``i / concurrency *
-    ramp_s`` after the first one does, rather than all in the same instant."""
+    ramp_s`` after the first one does, rather than all in the same instant. ``ends``, when
+    given, gets the time each answer was read (perf_counter)."""
     latencies: list[float] = []
 
     async def go() -> float:
         shares = [total // concurrency + (i < total % concurrency) for i in range(concurrency)]
         started = time.perf_counter()
-        await asyncio.gather(*(_connection(port, request, n, latencies, ramp_s * i / concurrency)
+        await asyncio.gather(*(_connection(port, request, n, latencies, ramp_s * i / concurrency, ends)
                                for i, n in enumerate(shares)))
         return time.perf_counter() - started
 
@@ -422,10 +427,14 @@ def _side_by_side(settings: Settings, delay_s: float, upstream_port: int,
     names = list(paths)
     added: dict[str, list] = {name: [] for name in started}
     rates: dict[str, list] = {name: [] for name in started}
+    bunched: dict[str, list] = {name: [] for name in names}
     rows = []
     for index in range(rounds):
         order = names[index % len(names):] + names[:index % len(names)]
-        measured = {name: load(*paths[name], total, CONCURRENCY, delay_s) for name in order}
+        ends: dict[str, list[float]] = {name: [] for name in names}
+        measured = {name: load(*paths[name], total, CONCURRENCY, delay_s, ends[name]) for name in order}
+        for name in names:
+            bunched[name].append(_bunched(ends[name]))
         row = [str(index + 1)]
         for name in started:
             added[name].append(_added(measured[name][0], measured["direct"][0]))
@@ -438,7 +447,20 @@ def _side_by_side(settings: Settings, delay_s: float, upstream_port: int,
     for name, (median, p99, rate) in medians.items():
         print(f"{name}: added median {_ms(median)} ms, p99 {_ms(p99)} ms, {rate:.0f} req/s; one at a time "
               f"{_ms(one[name] - one['direct'])} ms")
+    print(f"answers read within {BUNCH_GAP_S * 1000:g} ms of the one before (bunched), median of rounds: " +
+          ", ".join(f"{name} {statistics.median(bunched[name]):.0%}" for name in names))
     return rows, medians, {name: one[name] - one["direct"] for name in started}
+
+
+# Answers read closer together than this came in one bunch (one turn of a loop, or one burst).
+BUNCH_GAP_S = 0.0002
+
+
+def _bunched(ends: list[float]) -> float:
+    """The share of answers read within BUNCH_GAP_S of the answer before them (on any
+    connection): how much of a round moved in bunches rather than spread out."""
+    ordered = sorted(ends)
+    return sum(b - a < BUNCH_GAP_S for a, b in zip(ordered, ordered[1:])) / max(1, len(ordered))
 
 
 def _compare_senders(settings: Settings, delay_s: float, spread_s: float, upstream_port: int) -> None:

@@ -9,6 +9,11 @@ baseline is the plain request (one message, inline gates) measured in the same r
 kind is reported as CPU ms per request and as a ratio to it. Then cProfile's view of the
 agent's request over each route: the functions that cost the most CPU, the gateway's own
 apart from the libraries'.
+
+Last, the same requests one at a time after an idle pause (10 ms, and 100 ms: a model's
+reply time, which is how the gateway waits between requests at concurrency 1), against back
+to back: what a request costs when the process wakes to it with cold caches. The figure is
+this process's own CPU time, so no other process's wake-up is in it.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from benchmarks.settings import Settings
 from benchmarks.tables import print_section, print_table, ratio_text
 
 KINDS = ("plain", "agent", "agent_messages")
+PAUSES_S = (0.0, 0.01, 0.1)
 
 
 def _wire(path: str):
@@ -108,5 +114,24 @@ async def _measure(routers: dict, count: int, rounds: int) -> None:
     for kind in ("agent", "agent_messages"):
         print(f"\ncProfile, {kind}, {count} requests, by own time:")
         print(await _profile(routers, kind, count))
+    await _after_pauses(routers, 30 if count < 1000 else 100)
     for router in routers.values():
         await router.aclose()
+
+
+async def _after_pauses(routers: dict, count: int) -> None:
+    """CPU per request, one request at a time, back to back and after each idle pause."""
+    rows = []
+    for kind in ("plain", "agent"):
+        cpu = {}
+        for pause in PAUSES_S:
+            spent = 0.0
+            for _ in range(count):
+                await asyncio.sleep(pause)
+                started = time.process_time()
+                await _one(routers, kind)
+                spent += time.process_time() - started
+            cpu[pause] = spent * 1000 / count
+        rows.append([kind, *(f"{cpu[p]:.3f}" for p in PAUSES_S), ratio_text(cpu[PAUSES_S[-1]] / cpu[0.0])])
+    print_table(f"CPU ms per request, one at a time after an idle pause ({count} requests each)",
+                ["kind", *(f"pause {p * 1000:.0f} ms" for p in PAUSES_S), "100 ms vs none"], rows)

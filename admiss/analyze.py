@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from admiss import ir, limits
-from admiss.errors import Diagnostic, did_you_mean
+from admiss.errors import DOCS_URL, Diagnostic, did_you_mean
 from admiss.source import Span
 
 # A tool name as OpenAI's tools[].function.name allows it.
@@ -193,7 +193,7 @@ def _takes(kind: str, allowed: set[str]) -> str:
     return f"a {kind} gate takes " + ", ".join(sorted(ir.OPTION_KEYWORDS[o] for o in allowed))
 
 
-_BOUND_HINT = "the bounds are in docs/language.md (gate options)"
+_BOUND_HINT = f"the bounds are in {DOCS_URL}language.md#gate"
 
 
 def _number_problems(gate: ir.Gate) -> Iterator[tuple[str, str, str]]:

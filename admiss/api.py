@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from admiss import ir
 from admiss.collector import collector_paused
 from admiss.compiler import CompiledRubric, compile_ir
-from admiss.errors import AdmissError, Diagnostic, IRError, RubricCompileError, RubricSyntaxError
+from admiss.errors import DOCS_URL, AdmissError, Diagnostic, IRError, RubricCompileError, RubricSyntaxError
 from admiss.interpreter import CheckReport, Runtime, check_bundle, chosen_chain, check_trace
 from admiss.source import Source, Span
 from admiss.traces.input import as_trace, is_trace
@@ -226,7 +226,7 @@ def _ir_schema_problems(data: Any, name: str) -> list[Diagnostic]:
     validator = jsonschema.Draft202012Validator(schema)
     return [
         Diagnostic("I001", f"{_json_path(error.absolute_path)}: {error.message}", file=name,
-                   hint="IR files are written by admiss compile; see docs/ir.schema.json")
+                   hint=f"IR files are written by admiss compile; see {DOCS_URL}ir.schema.json")
         for error in sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
     ]
 
@@ -275,7 +275,7 @@ def read_text(path: str | Path) -> str:
         from admiss.errors import input_error
 
         raise input_error(str(path), f"is larger than {MAX_BUNDLE_BYTES:,} bytes, the most admiss reads of one file",
-                          hint="the limits are in docs/security.md")
+                          hint=f"the limits are in {DOCS_URL}security.md#limits")
     return text
 
 

@@ -10,7 +10,7 @@ from typing import Any, Iterator
 
 from admiss import limits
 from admiss.compiler import Row, rows_of
-from admiss.errors import BundleError, Diagnostic, did_you_mean
+from admiss.errors import DOCS_URL, BundleError, Diagnostic, did_you_mean
 from admiss.jsonio import (DecodeError as FastDecodeError, LongInteger, as_text, bounded_int,
                            first_repeated_key, line_column, loads as fast_loads, member_path)
 from admiss.source import Source, Span
@@ -39,7 +39,7 @@ def parse_bundle_text(text: str | bytes, name: str, line_offset: int = 0) -> Any
     return value
 
 
-_LIMITS_HINT = "the limits are in docs/security.md"
+_LIMITS_HINT = f"the limits are in {DOCS_URL}security.md#limits"
 
 
 def _refuse_long_strings(value: Any, name: str) -> None:

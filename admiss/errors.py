@@ -12,6 +12,10 @@ from admiss.redact import redact
 from admiss.source import NO_SPAN, Source, Span
 from admiss.terminal import one_line
 
+# Where docs/ is published. A hint names a page by this address: a pip-installed admiss ships
+# no docs/ folder to open.
+DOCS_URL = "https://github.com/admiss/admiss/blob/main/docs/"
+
 
 @attrs.frozen
 class Diagnostic:

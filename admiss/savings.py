@@ -26,7 +26,7 @@ import attrs
 
 from admiss.bundle import type_word
 from admiss.config import Config
-from admiss.errors import AdmissError, Diagnostic, InputError
+from admiss.errors import DOCS_URL, AdmissError, Diagnostic, InputError
 from admiss.files import reading
 from admiss.receipts import DamagedRow, StoreError, is_url, open_store
 from admiss.redact import clipped, redact
@@ -360,7 +360,7 @@ def _damaged(name: str, rows: list[DamagedRow]) -> Iterator[Diagnostic]:
 
 def _store_error(name: str, message: str) -> InputError:
     return InputError([Diagnostic("E171", message, file=name,
-                                  hint="a receipt store is written by admiss serve (docs/savings.md)")])
+                                  hint=f"a receipt store is written by admiss serve ({DOCS_URL}savings.md#inputs)")])
 
 
 def _json_problem(exc: Exception) -> str:

@@ -24,7 +24,7 @@ from admiss.api import load, read_text, read_trace
 from admiss.bundle import parse_bundle_text
 from admiss.config import tomllib, toml_syntax_error
 from admiss.coverage import Coverage
-from admiss.errors import AdmissError, Diagnostic, InputError, did_you_mean
+from admiss.errors import DOCS_URL, AdmissError, Diagnostic, InputError, did_you_mean
 from admiss.interpreter import Runtime, check_bundle, check_trace
 from admiss.source import NO_SPAN, Source, Span
 
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 TEST_SUFFIX = ".test.toml"
 # The glob that finds test files under a folder: the file name of a rubric, then .test.toml.
 TEST_GLOB = "*.rubric" + TEST_SUFFIX
+WRITE_ONE_HINT = f"{DOCS_URL}testing.md shows how to write one"
 PASSED, FAILED, ERRORED = "pass", "fail", "error"
 
 _TOP_KEYS = ("rubric", "case")
@@ -160,7 +161,7 @@ class _Reader:
         self.of_type(rubric, str, "rubric", 0, "a path (relative to the test file)")
         cases = self.of_type(data.get("case", []), list, "case", 0, "an array of tables ([[case]])")
         if not cases:
-            raise self.error("the test file has no [[case]]", 0, "docs/testing.md shows how to write one")
+            raise self.error("the test file has no [[case]]", 0, WRITE_ONE_HINT)
         lines = self.case_lines + [0] * (len(cases) - len(self.case_lines))
         return self.path.parent / rubric, list(zip(cases, lines))
 
@@ -586,7 +587,7 @@ def run_tests(paths: Sequence[Path], options: TestOptions, out, err) -> int:
     files = find_test_files(paths)
     if not files:
         err.write(f"{', '.join(map(str, paths))}: E193 no test files found (named *{TEST_GLOB[1:]})\n"
-                  "  hint: docs/testing.md shows how to write one\n")
+                  f"  hint: {WRITE_ONE_HINT}\n")
         return EXIT_BAD_INPUT
     measure = options.coverage or options.threshold is not None
     coverage: dict[str, Coverage] | None = {} if measure else None

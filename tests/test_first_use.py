@@ -99,12 +99,51 @@ def test_a_jsonl_line_that_is_not_utf8_names_the_files_other_bundles(admiss_cli,
 ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
 
 
+def _shipped_example_lines(path) -> list[str]:
+    """What a reader of an example reads: a rubric's comments, every line of its bundles,
+    traces, test files and scripts."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [line for line in lines if line.lstrip().startswith("#")] if path.suffix == ".rubric" else lines
+
+
 def test_shipped_rubrics_name_no_document_a_newcomer_lacks():
-    for path in sorted((ROOT / "rubrics").glob("*.rubric")):
-        comments = [line for line in path.read_text(encoding="utf-8").splitlines() if line.lstrip().startswith("#")]
-        for line in comments:
-            for phrase in ("DESIGN.md", "seed", "Admissibility Gate document"):
-                assert phrase not in line, f"{path.name}: {line}"
+    examples = sorted(p for p in (ROOT / "rubrics").rglob("*") if p.suffix in {".rubric", ".json", ".jsonl", ".toml", ".py"})
+    assert any(p.suffix == ".json" for p in examples) and any(p.name.endswith(".test.toml") for p in examples)
+    for path in examples:
+        for line in _shipped_example_lines(path):
+            for phrase in ("DESIGN.md", "seed", "Seed", "Admissibility Gate document"):
+                assert phrase not in line, f"{path.relative_to(ROOT)}: {line}"
+
+
+def _message_strings(path) -> list[tuple[int, str]]:
+    """(line, text) of each string constant in a module that is not a docstring (the CLI's
+    command docstrings are --help text, so those count)."""
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)
+                  and not (path.name == "cli.py" and isinstance(node, ast.FunctionDef))}
+    return [(node.lineno, node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings]
+
+
+def test_messages_name_docs_pages_by_their_address():
+    # A hint that says "see docs/security.md" points a pip-installed user at a folder they lack.
+    import re
+
+    local = re.compile(r"(?<![\w/])docs/[\w/.-]+")
+    found = [f"{path.relative_to(ROOT)}:{line}: {text[:80]!r}" for path in sorted((ROOT / "admiss").rglob("*.py"))
+             for line, text in _message_strings(path) if local.search(text) and path.name != "docs.py"]
+    assert not found, "\n".join(found)
+
+
+def test_no_test_files_hint_links_the_testing_page(admiss_cli, tmp_path):
+    (tmp_path / "empty").mkdir()
+    ran = admiss_cli("test", "empty")
+    assert ran.code == 2
+    assert ran.err.endswith("  hint: https://github.com/admiss/admiss/blob/main/docs/testing.md shows how to write one\n"), ran.err
 
 
 @pytest.mark.parametrize("command", ["check", "fmt", "savings", "serve"])

@@ -10,6 +10,8 @@ from types import ModuleType
 
 import attrs
 
+from admiss.errors import DOCS_URL  # SARIF's helpUri and hovers point at the rule pages under it
+
 from admiss.lint.rules import (
     admissibility_unprovable_by_conversation,
     confirmatory_judge,
@@ -43,8 +45,6 @@ from admiss.lint.rules import (
     unused_suppression,
 )
 
-# Where docs/ is published; SARIF's helpUri points at the rule pages under it.
-DOCS_URL = "https://github.com/admiss/admiss/blob/main/docs/"
 
 
 @attrs.frozen

@@ -12,7 +12,7 @@ from typing import Iterable
 
 import attrs
 
-from admiss.errors import input_error
+from admiss.errors import DOCS_URL, input_error
 from admiss.lint.codes import BY_CODE
 
 if sys.version_info >= (3, 11):
@@ -47,7 +47,7 @@ def checked_codes(codes: Iterable[str], where: str) -> tuple[str, ...]:
     for code in found:
         if not any(known.startswith(code) for known in BY_CODE):
             raise input_error(where, f"{code!r} is neither a lint rule code nor a prefix of one",
-                              hint="the codes are listed in docs/lint/index.md; ADM selects them all",
+                              hint=f"the codes are listed in {DOCS_URL}lint/index.md; ADM selects them all",
                               code="E004")
     return found
 

@@ -49,6 +49,7 @@ from collections import deque
 from typing import Any
 
 from admiss.bundle import repeated_key
+from admiss.errors import DOCS_URL
 from admiss.traces.build import DANGLING, Steps, error_in, fail, field, int_text, short, text_error, type_word, typed
 from admiss.traces.steps import ASSISTANT_TEXT, ERROR, OK, REASONING, SYSTEM, USER, Step, StepRef, Trace
 
@@ -124,7 +125,7 @@ _CAPTURE_HINT = ("turn content capture on where the trace is written: for the Op
                  "instrumentations, OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true and export the log "
                  "events with the spans (resourceLogs), or OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental "
                  "with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=span_only (content on the spans); for "
-                 "Google ADK, ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS=true; see docs/traces.md")
+                 f"Google ADK, ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS=true; see {DOCS_URL}traces.md")
 # B032: a GenAI log event tied to no span in the file.
 NO_SPAN = "B032"
 

@@ -79,6 +79,7 @@ import attrs
 
 from admiss.configfile import CONFIG_NAME, find_config  # noqa: F401 (re-exported: admiss.config.find_config)
 from admiss.errors import Diagnostic, InputError
+from admiss.files import reading
 from admiss.redact import redact
 from admiss.source import NO_SPAN, Source, Span
 
@@ -292,10 +293,8 @@ def load_config(explicit: Path | None = None, rubric: Path | None = None, cwd: P
 
 def read_config(path: Path) -> Config:
     """Parse and check one ``admiss.toml``; every mistake is an InputError at file:line:col."""
-    try:
+    with reading(path):  # located, as a rubric's or bundle's E001 is (not the codec's own words)
         text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError([Diagnostic("E001", f"cannot read config file: {exc}", file=str(path))]) from None
     # Errors quote source lines: the one they show has the client keys' values masked.
     source = Source(str(path), _keys_masked(text))
     try:

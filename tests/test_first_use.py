@@ -77,6 +77,19 @@ def test_a_rubric_that_is_not_utf8_is_located(admiss_cli, tmp_path, command):
                               + NOT_UTF8_HINT), ran.err
 
 
+@pytest.mark.parametrize("command", [("check", "--rubric", "r.rubric", "b.json"), ("savings", "reports.jsonl"),
+                                     ("serve", "r.rubric", "--port", "0")], ids=lambda c: c[0])
+def test_a_config_file_that_is_not_utf8_is_located(admiss_cli, tmp_path, command):
+    _write(tmp_path, "r.rubric", RUBRIC)
+    _write(tmp_path, "b.json", json.dumps(PASSING))
+    _write(tmp_path, "reports.jsonl", "")
+    _latin1(tmp_path, "admiss.toml", '[prices."local/llama"]\n# café\n')
+    ran = admiss_cli(*command[:1], "--config", "admiss.toml", *command[1:])
+    assert ran.code == 2, ran.out + ran.err
+    assert ran.err.startswith("admiss.toml:2:6: E001 cannot read: not UTF-8 text (byte 0xe9)\n  # caf\ufffd\n       ^\n"
+                              + NOT_UTF8_HINT), ran.err
+
+
 def test_a_bundle_that_is_not_utf8_is_located(admiss_cli, tmp_path):
     _write(tmp_path, "r.rubric", RUBRIC)
     _latin1(tmp_path, "b.json", '{\n  "evidence": [],\n  "note": "café"\n}\n')

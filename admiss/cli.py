@@ -349,6 +349,15 @@ def _rubric_files(paths: List[Path]) -> Iterator[Path]:
             yield path
 
 
+def _found_rubrics(paths: List[Path]) -> list[Path]:
+    """The files :func:`_rubric_files` finds, after a warning for each named folder that holds
+    none (like ruff: a run that found nothing to look at says so; the caller does not pass it)."""
+    files = list(_rubric_files(paths))
+    for folder in (p for p in paths if p.is_dir() and not any(f.is_relative_to(p) for f in files)):
+        sys.stderr.write(f"warning: no .rubric files found in {folder}\n")
+    return files
+
+
 @app.command()
 def lint(
     paths: List[Path] = typer.Argument(..., metavar="PATH...", autocompletion=_file_kinds(".rubric"),
@@ -379,10 +388,7 @@ def lint(
         _print_error(error)
         raise typer.Exit(EXIT_BAD_INPUT)
     exit_code, results, unreadable = EXIT_PASS, [], 0
-    files = list(_rubric_files(paths))
-    # Like ruff: a run that found nothing to lint says so and does not pass.
-    for folder in (p for p in paths if p.is_dir() and not any(f.is_relative_to(p) for f in files)):
-        sys.stderr.write(f"warning: no .rubric files found in {folder}\n")
+    files = _found_rubrics(paths)
     if not files:
         raise typer.Exit(EXIT_BAD_INPUT)
     for path in files:
@@ -405,9 +411,11 @@ def _files(count: int) -> str:
     return f"{count} file{'' if count == 1 else 's'}"
 
 
-def _fmt_summary(changed: int, unchanged: int, dry_run: bool) -> str:
+def _fmt_summary(changed: int, unchanged: int, failed: int, dry_run: bool) -> str:
+    """The counts; the files an error above stopped are counted too, as lint's summary does."""
     verb = "would be reformatted" if dry_run else "reformatted"
-    return f"{_files(changed)} {verb}, {_files(unchanged)} left unchanged\n"
+    not_done = f", {_files(failed)} could not be formatted" if failed else ""
+    return f"{_files(changed)} {verb}, {_files(unchanged)} left unchanged{not_done}\n"
 
 
 @app.command("fmt")
@@ -420,13 +428,17 @@ def fmt_(
     """Rewrite rubric files in the canonical layout (https://github.com/admiss/admiss/blob/main/docs/fmt.md); comments are kept.
 
     Exit 0, or 1 with --check when a file would change, or 2 when a file cannot be read,
-    does not parse, or cannot be written (that file is left untouched).
+    does not parse, or cannot be written (that file is left untouched), or when no rubric
+    file was found.
     """
     from admiss.errors import AdmissError
     from admiss.fmt import format_source, unified_diff
 
-    exit_code, changed, unchanged = EXIT_PASS, 0, 0
-    for path in _rubric_files(paths):
+    files = _found_rubrics(paths)
+    if not files:
+        raise typer.Exit(EXIT_BAD_INPUT)
+    exit_code, changed, unchanged, failed = EXIT_PASS, 0, 0, 0
+    for path in files:
         try:
             name, text = _source_text(path)
             formatted = format_source(text, name)
@@ -436,11 +448,11 @@ def fmt_(
                 write_atomically(path, formatted)
         except AdmissError as error:
             _print_error(error)
-            exit_code = EXIT_BAD_INPUT
+            exit_code, failed = EXIT_BAD_INPUT, failed + 1
             continue
         except OSError as error:
             sys.stderr.write(f"{path}: E001 cannot write: {error.strerror}\n")
-            exit_code = EXIT_BAD_INPUT
+            exit_code, failed = EXIT_BAD_INPUT, failed + 1
             continue
         if formatted == text:
             unchanged += 1
@@ -449,7 +461,7 @@ def fmt_(
         if check or diff:
             sys.stdout.write(unified_diff(text, formatted, name))
         sys.stderr.write(f"{'would reformat' if check or diff else 'reformatted'} {name}\n")
-    sys.stderr.write(_fmt_summary(changed, unchanged, check or diff))
+    sys.stderr.write(_fmt_summary(changed, unchanged, failed, check or diff))
     if check and changed:
         exit_code = max(exit_code, EXIT_FAIL)
     raise typer.Exit(exit_code)

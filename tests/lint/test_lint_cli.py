@@ -178,3 +178,19 @@ def test_a_folder_without_rubrics_warns_and_fails(admiss_cli, tmp_path):
     write(tmp_path, "full/clean.rubric", CLEAN)
     ran = admiss_cli("lint", "empty", "full")
     assert (ran.code, ran.out, ran.err) == (0, "No problems in 1 file.\n", "warning: no .rubric files found in empty\n")
+
+
+def test_fmt_summary_counts_the_files_it_could_not_format(admiss_cli, tmp_path):
+    # "0 files reformatted, 0 files left unchanged" under an E001 reads as if nothing had gone wrong.
+    write(tmp_path, "messy.rubric", MESSY)
+    ran = admiss_cli("fmt", "--check", "missing.rubric", "messy.rubric")
+    assert ran.code == 2 and ran.err.startswith("missing.rubric: E001 no such file")
+    assert ran.err.endswith("1 file would be reformatted, 0 files left unchanged, 1 file could not be formatted\n")
+
+
+def test_fmt_of_a_folder_without_rubrics_warns_and_fails(admiss_cli, tmp_path):
+    # As lint does: `admiss fmt --check rubric/` (a typo'd folder) in CI must not pass.
+    (tmp_path / "empty").mkdir()
+    ran = admiss_cli("fmt", "--check", "empty")
+    assert (ran.code, ran.out) == (2, "")
+    assert ran.err == "warning: no .rubric files found in empty\n"

@@ -69,6 +69,11 @@ def not_utf8(path: str) -> InputError:
         start = None
     if start is None:  # changed under us, or standard input: nothing to read again
         return input_error(path, "cannot read: not UTF-8 text")
+    return not_utf8_at(path, raw, start)
+
+
+def not_utf8_at(path: str, raw: bytes, start: int) -> InputError:
+    """E001 at byte ``start`` of ``raw``, the text of ``path``, which is not UTF-8 there."""
     line_start = raw.rfind(b"\n", 0, start) + 1
     line_end = raw.find(b"\n", start)
     shown = raw[line_start:line_end if line_end >= 0 else len(raw)].decode("utf-8", "replace").rstrip("\r")

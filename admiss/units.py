@@ -14,7 +14,7 @@ from typing import BinaryIO, Iterable, Iterator
 
 from admiss.api import read_text
 from admiss.errors import AdmissError, BundleError, Diagnostic, input_error
-from admiss.files import reading
+from admiss.files import not_utf8_at, reading
 from admiss.limits import MAX_BUNDLE_BYTES
 from admiss.source import Source, Span
 
@@ -59,6 +59,9 @@ def _lines(name: str, lines: Iterable[bytes], number: int = 0) -> Iterator[Unit]
 
 
 def no_bundles(name: str) -> AdmissError:
+    if name == STDIN_NAME:
+        return input_error(name, "no bundles: standard input is empty or holds only blank lines",
+                           hint="pipe in one JSON bundle, or JSON Lines (one bundle per line)", code="E180")
     return input_error(name, "no bundles: the file is empty or holds only blank lines",
                        hint="a .jsonl file holds one JSON bundle per line", code="E180")
 
@@ -79,7 +82,8 @@ class _Stdin:
                 self.head.append(line)
                 if line.strip():
                     break
-            self.document = bool(self.head) and _starts_a_document(self.head[-1])
+            # Only blank lines: JSON Lines without a line, so E180 says the input is empty.
+            self.document = bool(self.head) and bool(self.head[-1].strip()) and _starts_a_document(self.head[-1])
         return self.document
 
     def units(self) -> Iterator[Unit]:
@@ -87,9 +91,18 @@ class _Stdin:
         head, self.head = self.head, []
         if document:
             rest = self.stream.read(MAX_BUNDLE_BYTES + 1)  # over the limit: B004 when parsed
-            yield STDIN_NAME, 0, b"".join(head) + rest
+            yield STDIN_NAME, 0, _document_text(b"".join(head) + rest)
             return
         yield from _lines(STDIN_NAME, _chained(head, self.stream))
+
+
+def _document_text(raw: bytes) -> str:
+    """A document read from standard input as text; E001 at its first byte that is not UTF-8,
+    located as a .json file's is."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise not_utf8_at(STDIN_NAME, raw, exc.start) from None
 
 
 def _chained(head: list[bytes], rest: Iterable[bytes]) -> Iterator[bytes]:
@@ -122,6 +135,10 @@ def stdin() -> _Stdin:
     return _stdin
 
 
+def _others(path: str) -> str:
+    return "standard input's other lines are" if path == STDIN_NAME else "the file's other bundles are"
+
+
 def line_text(raw: str | bytes, path: str, number: int) -> str:
     """A .jsonl line as text without its line end (so a JSON error at the end of a cut-off
     line is placed on that line), or BundleError B001 at the first byte that is not UTF-8."""
@@ -134,5 +151,5 @@ def line_text(raw: str | bytes, path: str, number: int) -> str:
         column = len(raw[: exc.start].decode("utf-8", "replace")) + 1
         raise BundleError([Diagnostic("B001", f"invalid JSON: not UTF-8 text (byte 0x{raw[exc.start]:02x})",
                                       Span.point(number, column), file=path,
-                                      hint="bundles are UTF-8 JSON; the file's other bundles are still checked")],
+                                      hint=f"bundles are UTF-8 JSON; {_others(path)} still checked")],
                           Source(path, "\n" * (number - 1) + shown)) from None

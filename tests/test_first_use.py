@@ -174,3 +174,37 @@ def test_the_savings_page_links_its_documentation():
     # Named as a page of the documentation, not as a docs/ folder the user does not have.
     assert "the page savings.md of the admiss documentation" in page
     assert "docs/savings.md in admiss" not in page
+
+
+def _check_stdin(folder, data: bytes):
+    import subprocess
+    import sys
+
+    _write(folder, "r.rubric", RUBRIC)
+    return subprocess.run([sys.executable, "-m", "admiss", "check", "--rubric", "r.rubric", "-"], cwd=folder,
+                          input=data, capture_output=True, timeout=60)
+
+
+@pytest.mark.parametrize("data", [b"", b"\n  \n"], ids=["empty", "blank lines"])
+def test_empty_standard_input_says_so_in_its_own_words(tmp_path, data):
+    # Not "the file is empty" with a hint about .jsonl files, and not a JSON error at line 3.
+    ran = _check_stdin(tmp_path, data)
+    assert ran.returncode == 2
+    assert ran.stderr.decode() == ("<stdin>: E180 no bundles: standard input is empty or holds only blank lines\n"
+                                   "  hint: pipe in one JSON bundle, or JSON Lines (one bundle per line)\n")
+
+
+def test_a_document_on_standard_input_that_is_not_utf8_is_located(tmp_path):
+    # As the same bytes in a .json file are (test_a_bundle_that_is_not_utf8_is_located).
+    ran = _check_stdin(tmp_path, '{\n  "evidence": [],\n  "note": "café"\n}\n'.encode("latin-1"))
+    assert ran.returncode == 2 and ran.stdout == b""
+    assert ran.stderr.decode() == ("<stdin>:3:15: E001 cannot read: not UTF-8 text (byte 0xe9)\n"
+                                   '    "note": "caf\ufffd"\n                ^\n' + NOT_UTF8_HINT)
+
+
+def test_a_json_line_on_standard_input_that_is_not_utf8_names_the_other_lines(tmp_path):
+    ran = _check_stdin(tmp_path, b'{"evidence": [], "x": "caf\xe9"}\n' + json.dumps(PASSING).encode() + b"\n")
+    assert ran.returncode == 2
+    assert "<stdin>:1:27: B001 invalid JSON: not UTF-8 text (byte 0xe9)" in ran.stderr.decode()
+    assert "hint: bundles are UTF-8 JSON; standard input's other lines are still checked\n" in ran.stderr.decode()
+    assert b"aggregate: pass" in ran.stdout

@@ -185,6 +185,15 @@ def test_ir_examples_are_what_compile_writes(block):
     assert json.loads(block.body) == json.loads(written)
 
 
+def test_the_index_links_every_page():
+    # A page the index leaves out is one a reader starting there never finds.
+    index = (DOCS / "index.md").read_text(encoding="utf-8")
+    linked = set(re.findall(r"\]\(([\w/.-]+\.md)(?:#[\w-]*)?\)", index))
+    pages = {str(p.relative_to(DOCS)) for p in PAGES_RUN} - {"index.md"}
+    assert len(pages) > 10
+    assert not pages - linked, f"docs/index.md does not link {sorted(pages - linked)}"
+
+
 if __name__ == "__main__":
     # `python tests/test_docs_examples.py docs/cli.md` prints a page's real transcripts,
     # to paste into the page after reading them.

@@ -45,7 +45,7 @@ critics, hidden shortcuts, accept-if-plausible defaults) and the common mistakes
 chains. How to run it, select rules, configure it and suppress a finding is in
 [../cli.md](../cli.md#admiss-lint).
 
-Every compile error (E100-E120 and E130-E141, see [../language.md](../language.md#compile-errors)) is
+Every compile error (E100-E120, E130-E139 and E141, see [../language.md](../language.md#compile-errors)) is
 reported too, with its own code, alongside the findings below. Compile errors cannot be
 ignored or suppressed.
 

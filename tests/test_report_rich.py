@@ -88,3 +88,30 @@ def test_savings_tables_stay_readable_at_40_columns():
     # Every figure whole on its line, never folded across cells.
     for figure in ("model: $0.001200", "gate: json_valid", "gate $: $0.000000"):
         assert figure in text.splitlines(), text
+
+
+LONG_MODELS = SOURCE.replace('RUNG draft MODEL "openai/gpt-5-mini" {', 'RUNG draft MODEL "anthropic/claude-sonnet-5" {')
+
+
+def _long_model_report():
+    bundle = dict(BUNDLE, candidates=[dict(BUNDLE["candidates"][0], model="anthropic/claude-sonnet-5")])
+    return admiss.compile_source(LONG_MODELS, "t.rubric").check(bundle)
+
+
+def test_names_and_figures_are_never_broken_across_lines():
+    # At 100 columns the folded table read "anthropic/c" "laude-sonne" "t-5", "admissibilit" "y".
+    for width in (60, 80, 100, 120, 160):
+        drawn = _drawn(_long_model_report(), width)
+        assert all(len(line) <= width for line in drawn.splitlines()), (width, drawn)
+        for whole in ("anthropic/claude-sonnet-5", "admissibility", "json_valid", "0.000000"):
+            assert whole in drawn, (width, whole, drawn)
+
+
+def test_a_terminal_too_narrow_for_the_chain_table_gets_its_text_lines():
+    report = _long_model_report()
+    drawn = _drawn(report, 80)
+    assert "rung draft [anthropic/claude-sonnet-5]: exhausted (model $0.000000)\n" in drawn
+    assert "  gate json_valid: fail (output is not JSON: Expecting value at line 1 column 1)\n" in drawn
+    assert "┃ model" not in drawn
+    wide = _drawn(report, 160)
+    assert "┃ model" in wide and "rung draft [" not in wide

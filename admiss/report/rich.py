@@ -12,14 +12,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rich.cells import cell_len
 from rich.console import Console, Group
 from rich.measure import Measurement
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from admiss.report.text import OFFLINE_LINE, report_text
-from admiss.terminal import one_line
+from admiss.report.text import OFFLINE_LINE, report_text, rung_lines
+from admiss.terminal import one_line, printable
 
 if TYPE_CHECKING:
     from admiss.cascade import ChainResult, GateRecord
@@ -87,20 +88,39 @@ def _ms(gate: "GateRecord") -> str:
 
 
 def chain_table(chain: "ChainResult") -> Table:
+    """Names and figures kept whole (folded, ``openai/gpt-5-mini`` read ``openai/g``,
+    ``pt-5``); the reason column wraps and takes what room is left."""
     table = Table(title=f"chain {chain.name}", title_justify="left", expand=True)
-    for column in ("rung", "model", "gate", "verdict", "score", "cost $", "ms", "reason"):
-        table.add_column(column, overflow="fold")
+    for column in _CHAIN_COLUMNS:
+        table.add_column(column, overflow="fold", no_wrap=column != "reason")
     for rung in chain.rungs:
-        table.add_row(Text.assemble(rung.rung, " ", _verdict(rung.outcome)), Text(one_line(rung.model or "")), "", "",
+        table.add_row(Text.assemble(rung.rung, "\n", _verdict(rung.outcome)), Text(one_line(rung.model or "")), "", "",
                       "", f"{rung.cost_usd:.6f}", "", "", end_section=not rung.gates)
         for i, gate in enumerate(rung.gates):
             shown = _verdict(gate.verdict)
             if gate.effective != gate.verdict:
-                shown = Text.assemble(shown, " → ", _verdict(gate.effective))
+                shown = Text.assemble(shown, "\n→ ", _verdict(gate.effective))
             score = "" if gate.score is None else f"{gate.score:.2f}"
             table.add_row("", "", gate.gate, shown, score, f"{gate.gate_cost_usd:.6f}", _ms(gate),
                           Text(one_line(gate.reason or "")), end_section=i == len(rung.gates) - 1)
+    for column in table.columns[:-1]:
+        column.min_width = _longest_line(column)
     return table
+
+
+_CHAIN_COLUMNS = ("rung", "model", "gate", "verdict", "score", "cost $", "ms", "reason")
+# The narrowest reason column worth drawing; below it the chain is drawn as text lines.
+_REASON_MIN = 16
+
+
+def _longest_line(column) -> int:
+    return max((cell_len(line) for cell in (column.header, *column.cells) for line in str(cell).splitlines()), default=1)
+
+
+def _chain_fits(table: Table, width: int) -> bool:
+    """Whether ``table`` fits ``width`` with no name or figure broken: each column but the
+    reason at its longest line, the reason at _REASON_MIN, and the borders (3 a column, and 1)."""
+    return sum(c.min_width or 0 for c in table.columns[:-1]) + _REASON_MIN + 3 * len(table.columns) + 1 <= width
 
 
 def report_console(**options) -> Console:
@@ -130,7 +150,10 @@ def print_report(report: "ReportData", console: Console | None = None) -> None:
                                 f"   missing evidence: {report.missing_evidence_count}"))
     if report.chain is not None:
         chain = report.chain
-        console.print(chain_table(chain))
+        table = chain_table(chain)
+        # Too narrow for the table: the text report's lines, which wrap whole words.
+        shown = "\n".join([f"chain {chain.name}", *rung_lines(chain)])
+        console.print(table if _chain_fits(table, console.width) else Text(printable(shown)))
         console.print(Text.assemble(
             "served: ", chain.served or Text("none (exhausted)", style="bold red"),
             f"   model spend ${chain.model_cost_usd:.6f}   gate spend ${chain.gate_cost_usd:.6f}   verdict: ",

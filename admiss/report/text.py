@@ -59,13 +59,19 @@ def _gate_line(record: "GateRecord") -> str:
     return f"  gate {record.gate}: {shown}{score}{cost}{reason}"
 
 
-def chain_lines(chain: "ChainResult") -> list[str]:
-    """The receipt in short: each rung tried, its gates, what served, the two spends."""
-    lines = [f"chain: {chain.name}"]
+def rung_lines(chain: "ChainResult") -> list[str]:
+    """Each rung tried, with its model, outcome and spend, and its gates."""
+    lines = []
     for rung in chain.rungs:
         model = f" [{one_line(rung.model)}]" if rung.model else ""
         lines.append(f"rung {rung.rung}{model}: {rung.outcome} (model ${rung.cost_usd:.6f})")
         lines.extend(_gate_line(g) for g in rung.gates)
+    return lines
+
+
+def chain_lines(chain: "ChainResult") -> list[str]:
+    """The receipt in short: each rung tried, its gates, what served, the two spends."""
+    lines = [f"chain: {chain.name}", *rung_lines(chain)]
     lines.append(f"served: {chain.served if chain.served is not None else 'none (exhausted)'}")
     lines.append(f"model_cost_usd: {chain.model_cost_usd:.6f}")
     lines.append(f"gate_cost_usd: {chain.gate_cost_usd:.6f}")

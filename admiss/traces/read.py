@@ -115,6 +115,7 @@ def detect(value: Any, name: str = "<input>") -> ModuleType:
             return module
         misses.append((module.NAME, miss))
     first = Diagnostic(NO_FORMAT, "not a trace in any known format (tried " + ", ".join(FORMAT_NAMES) + ")",
-                       hint="name the format to see all of its errors (--trace FORMAT)", file=name)
+                       hint="name the format to see all of its errors (--trace FORMAT; in Python, trace_format= "
+                            "or read_trace(..., format=))", file=name)
     raise TraceError([first] + [Diagnostic(NO_FORMAT, f"not {fmt}: {path}: {why}", file=name)
                                 for fmt, (path, why) in misses])

@@ -26,7 +26,8 @@ def diagnostics(value, fmt=None):
 def test_no_format_names_every_format_and_where_it_broke():
     shown = diagnostics({"conversation_id": "x", "turns": []})
     assert shown[0] == ("t.json: B020 not a trace in any known format (tried " + ", ".join(FORMAT_NAMES) + ")\n"
-                        "  hint: name the format to see all of its errors (--trace FORMAT)")
+                        "  hint: name the format to see all of its errors (--trace FORMAT; in Python, "
+                        "trace_format= or read_trace(..., format=))")
     assert [line.split(":")[1].split()[-1] for line in shown[1:]] == list(FORMAT_NAMES)
     assert "t.json: B020 not openai_chat: $: no \"messages\" array" in shown
 

@@ -68,5 +68,5 @@ def both_error(value: dict, name: str) -> NoReturn:
     run = sorted(RUN_FIELDS.intersection(value))[0]
     raise TraceError([Diagnostic(BOTH, f"$: both a bundle's \"evidence\" and a trace's \"{run}\": which to "
                                  "check is ambiguous", file=name,
-                                 hint="remove one, or name the trace format (--trace FORMAT) to read it as a trace "
+                                 hint="remove one, or name the trace format (--trace FORMAT; trace_format= in Python) to read it as a trace "
                                       "and its evidence field not at all")])

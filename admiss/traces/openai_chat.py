@@ -141,7 +141,8 @@ def content_text(content: Any, name: str, where: str, steps: Steps, i: int) -> s
             texts.append(field(part, kind, str, name, at))
         elif kind in ANTHROPIC_BLOCKS:
             fail(name, f"{at}.type", f"a {kind} block is Anthropic's, in a trace read as Chat Completions",
-                 hint="a trace mixes the two formats; if it is Anthropic Messages, name it: --trace anthropic")
+                 hint="a trace mixes the two formats; if it is Anthropic Messages, name it: --trace anthropic "
+                      "(trace_format=\"anthropic\" in Python)")
         else:
             steps.skip(StepRef(NAME, at, i), f"{kind} part")
     return "\n".join(texts)

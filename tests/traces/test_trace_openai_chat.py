@@ -180,4 +180,5 @@ def test_anthropic_blocks_in_a_chat_trace_are_refused_not_lost():
         {"type": "text", "text": "refunding"}, {"type": "tool_use", "id": "t1", "name": "refund", "input": {}}]}]
     assert error_of(mixed) == [
         "t.json: B021 $[1].content[1].type: a tool_use block is Anthropic's, in a trace read as Chat Completions\n"
-        "  hint: a trace mixes the two formats; if it is Anthropic Messages, name it: --trace anthropic"]
+        "  hint: a trace mixes the two formats; if it is Anthropic Messages, name it: --trace anthropic "
+        '(trace_format="anthropic" in Python)']

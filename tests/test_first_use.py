@@ -208,3 +208,12 @@ def test_a_json_line_on_standard_input_that_is_not_utf8_names_the_other_lines(tm
     assert "<stdin>:1:27: B001 invalid JSON: not UTF-8 text (byte 0xe9)" in ran.stderr.decode()
     assert "hint: bundles are UTF-8 JSON; standard input's other lines are still checked\n" in ran.stderr.decode()
     assert b"aggregate: pass" in ran.stdout
+
+
+def test_a_bundle_that_is_also_a_trace_names_the_python_argument_in_python():
+    # Raised from Rubric.check, a hint naming only --trace FORMAT names a flag the caller cannot pass.
+    rubric = admiss.compile_source(RUBRIC, "t.rubric")
+    with pytest.raises(admiss.AdmissError) as caught:
+        rubric.check({"evidence": [], "messages": []})
+    [both] = caught.value.diagnostics
+    assert both.code == "B030" and "trace_format= in Python" in both.hint

@@ -194,6 +194,16 @@ def test_the_index_links_every_page():
     assert not pages - linked, f"docs/index.md does not link {sorted(pages - linked)}"
 
 
+def test_the_trace_option_names_every_format():
+    # cli.md's --trace row named 5 of the 14 formats: a reader took langfuse or inspect for unread.
+    from admiss.traces.read import FORMAT_NAMES
+
+    row = next(line for line in (DOCS / "cli.md").read_text(encoding="utf-8").splitlines()
+               if line.startswith("| `--trace FORMAT` |"))
+    named = re.findall(r"`(\w+)`", row.split("|")[2])
+    assert named == list(FORMAT_NAMES), row
+
+
 if __name__ == "__main__":
     # `python tests/test_docs_examples.py docs/cli.md` prints a page's real transcripts,
     # to paste into the page after reading them.

@@ -163,7 +163,14 @@ class _Reader:
         if not cases:
             raise self.error("the test file has no [[case]]", 0, WRITE_ONE_HINT)
         lines = self.case_lines + [0] * (len(cases) - len(self.case_lines))
-        return self.path.parent / rubric, list(zip(cases, lines))
+        path = self.path.parent / rubric
+        if not path.exists() and not path.is_symlink():
+            # Said here, not where the rubric is read: there the name would seem to come from nowhere.
+            came = ("the test file's rubric key, relative to its folder" if "rubric" in data else
+                    f"the test file's name: with no rubric key, NAME{TEST_SUFFIX} tests NAME")
+            raise InputError([Diagnostic("E001", f"rubric: no such file {str(path)!r} (the name comes from {came})",
+                                         file=str(self.path), hint='fix or add rubric = "FILE"')])
+        return path, list(zip(cases, lines))
 
     def expect(self, expect: Any, line: int, properties: set[str]) -> dict:
         expect = self.of_type(expect, dict, "expect", line, "a table")

@@ -190,3 +190,19 @@ def test_the_pytest_plugin_collects_and_runs_the_cases(tmp_path):
     assert ran.returncode == 1, ran.stdout + ran.stderr
     assert "1 failed, 1 passed" in ran.stdout
     assert "expect.properties.named_operator" in ran.stdout and "DEFAULT no at" in ran.stdout
+
+
+@pytest.mark.parametrize("text,came_from", [
+    ('rubric = "nope.rubric"\n[[case]]\nbundle = "b.json"\nexpect = "pass"\n',
+     "the test file's rubric key, relative to its folder"),
+    ('[[case]]\nbundle = "b.json"\nexpect = "pass"\n',
+     "the test file's name: with no rubric key, NAME.test.toml tests NAME"),
+], ids=["rubric key", "file name"])
+def test_a_missing_rubric_says_where_its_name_came_from(admiss_cli, tmp_path, text, came_from):
+    # As a bundle's "rubric" field does (issue 21, item 12): "nope.rubric: E001 no such file"
+    # named a file the user never wrote down when the test file's own name implied it.
+    (tmp_path / "nope.rubric.test.toml").write_text(text, encoding="utf-8")
+    ran = admiss_cli("test", "nope.rubric.test.toml")
+    assert ran.code == 2
+    assert (f"nope.rubric.test.toml: E001 rubric: no such file 'nope.rubric' (the name comes from {came_from})\n"
+            '    hint: fix or add rubric = "FILE"\n') in ran.out + ran.err, ran.out + ran.err

@@ -60,8 +60,9 @@ def _lines(name: str, lines: Iterable[bytes], number: int = 0) -> Iterator[Unit]
 
 def no_bundles(name: str) -> AdmissError:
     if name == STDIN_NAME:
-        return input_error(name, "no bundles: standard input is empty or holds only blank lines",
-                           hint="pipe in one JSON bundle, or JSON Lines (one bundle per line)", code="E180")
+        # Read by admiss check (bundles or traces) and admiss import (traces): JSON either way.
+        return input_error(name, "nothing to read: standard input is empty or holds only blank lines",
+                           hint="pipe in one JSON document, or JSON Lines (one per line)", code="E180")
     return input_error(name, "no bundles: the file is empty or holds only blank lines",
                        hint="a .jsonl file holds one JSON bundle per line", code="E180")
 

@@ -190,8 +190,8 @@ def test_empty_standard_input_says_so_in_its_own_words(tmp_path, data):
     # Not "the file is empty" with a hint about .jsonl files, and not a JSON error at line 3.
     ran = _check_stdin(tmp_path, data)
     assert ran.returncode == 2
-    assert ran.stderr.decode() == ("<stdin>: E180 no bundles: standard input is empty or holds only blank lines\n"
-                                   "  hint: pipe in one JSON bundle, or JSON Lines (one bundle per line)\n")
+    assert ran.stderr.decode() == ("<stdin>: E180 nothing to read: standard input is empty or holds only blank lines\n"
+                                   "  hint: pipe in one JSON document, or JSON Lines (one per line)\n")
 
 
 def test_a_document_on_standard_input_that_is_not_utf8_is_located(tmp_path):

@@ -59,12 +59,12 @@ def _lines(name: str, lines: Iterable[bytes], number: int = 0) -> Iterator[Unit]
 
 
 def no_bundles(name: str) -> AdmissError:
+    # Read by admiss check (bundles or traces) and admiss import (traces): JSON either way.
     if name == STDIN_NAME:
-        # Read by admiss check (bundles or traces) and admiss import (traces): JSON either way.
         return input_error(name, "nothing to read: standard input is empty or holds only blank lines",
                            hint="pipe in one JSON document, or JSON Lines (one per line)", code="E180")
-    return input_error(name, "no bundles: the file is empty or holds only blank lines",
-                       hint="a .jsonl file holds one JSON bundle per line", code="E180")
+    return input_error(name, "nothing to read: the file is empty or holds only blank lines",
+                       hint="a .jsonl file holds one JSON value per line: a bundle, or a trace or its lines", code="E180")
 
 
 class _Stdin:

@@ -133,7 +133,7 @@ def test_a_jsonl_file_without_bundles_is_an_error(admiss_cli, tmp_path, jobs, co
     ran = admiss_cli("check", "--rubric", "sec.rubric", "--format", "json", "--jobs", jobs, "empty.jsonl",
                      "one.jsonl")
     assert ran.code == 2
-    assert ran.err.startswith("empty.jsonl: E180 no bundles: the file is empty or holds only blank lines")
+    assert ran.err.startswith("empty.jsonl: E180 nothing to read: the file is empty or holds only blank lines")
     first, second = (json.loads(line) for line in ran.out.splitlines())
     assert first["error"][0]["code"] == "E180" and second["verdict"] == "pass"
     alone = admiss_cli("check", "--rubric", "sec.rubric", "--format", "text", "--jobs", jobs, "empty.jsonl")

@@ -217,3 +217,13 @@ def test_a_bundle_that_is_also_a_trace_names_the_python_argument_in_python():
         rubric.check({"evidence": [], "messages": []})
     [both] = caught.value.diagnostics
     assert both.code == "B030" and "trace_format= in Python" in both.hint
+
+
+def test_an_empty_jsonl_given_to_import_is_not_called_a_file_of_bundles(admiss_cli, tmp_path):
+    # admiss import reads traces (a Claude Code session is a .jsonl): "no bundles" was out of place.
+    _write(tmp_path, "r.rubric", RUBRIC)
+    _write(tmp_path, "session.jsonl", "\n")
+    ran = admiss_cli("import", "--rubric", "r.rubric", "session.jsonl")
+    assert ran.code == 2
+    assert ran.err == ("session.jsonl: E180 nothing to read: the file is empty or holds only blank lines\n"
+                       "  hint: a .jsonl file holds one JSON value per line: a bundle, or a trace or its lines\n")

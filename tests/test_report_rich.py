@@ -115,3 +115,20 @@ def test_a_terminal_too_narrow_for_the_chain_table_gets_its_text_lines():
     assert "┃ model" not in drawn
     wide = _drawn(report, 160)
     assert "┃ model" in wide and "rung draft [" not in wide
+
+
+def test_nothing_is_cut_with_an_ellipsis_in_a_narrow_terminal():
+    # At 60 columns "shortcut-rejected" read "shortcut-reject…", at 50 the bundle's name in the
+    # rule above the report "mixed_evidence.js…", and a clause "press-relea…".
+    source = SOURCE.replace('REJECT SHORTCUT "news article"', 'REJECT SHORTCUT "news article", "8-K press-release exhibit"')
+    bundle = {"evidence": [
+        {"kind": "verified_external_source", "detail": "10-K filing says the operator is named.", "source_label": "10-K"},
+        {"kind": "verified_external_source", "detail": "8-K exhibit says the operator is named.",
+         "source_label": "8-K press-release exhibit"}], "output": "{}"}
+    name = "rubrics/bundles/sec_filings/mixed_evidence.json"
+    report = admiss.compile_source(source.split("CHAIN")[0], "t.rubric").check(bundle, name=name)
+    for width in range(50, 81, 5):
+        drawn = _drawn(report, width)
+        assert "…" not in drawn, (width, drawn)
+        assert "shortcut-rejected" in drawn and name in drawn, (width, drawn)
+        assert all(len(line) <= width for line in drawn.splitlines()), (width, drawn)

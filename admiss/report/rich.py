@@ -52,9 +52,10 @@ def _rules_table(result: "PropertyResult") -> Table:
 
 def _evidence_table(result: "PropertyResult") -> Table:
     table = Table(show_edge=False, expand=True)
-    table.add_column("evidence")
-    table.add_column("outcome")
-    table.add_column("clause", style="dim")
+    table.add_column("evidence", overflow="fold")
+    # An outcome is one word: squeezed, rich cut "shortcut-rejected" to "shortcut-reject…".
+    table.add_column("outcome", no_wrap=True)
+    table.add_column("clause", style="dim", overflow="fold")
     # A bundle's strings go in as Text, never as console markup: "[/]" in a detail would be
     # a markup error, "[bold]" a style the bundle chose.
     for detail in result.evidence:
@@ -140,7 +141,12 @@ def print_report(report: "ReportData", console: Console | None = None) -> None:
         console.file.write(name + report_text(report) + "\n")
         return
     if report.bundle_name:
-        console.rule(Text(one_line(report.bundle_name)))
+        name = Text(one_line(report.bundle_name))
+        if name.cell_len + 4 <= console.width:
+            console.rule(name)
+        else:  # a rule cuts a title that does not fit it ("mixed_evidence.js…"): the name wraps below it
+            console.rule()
+            console.print(name, overflow="fold")
     if report.chain is not None and report.chain.offline:
         console.print(Panel(Text(OFFLINE_LINE, style="bold yellow"), title="OFFLINE", title_align="left",
                             border_style="yellow"))

@@ -105,6 +105,15 @@ def format_module(format: str, name: str) -> ModuleType:
     return module
 
 
+# A bundle handed to a trace reader (admiss import of a bundle file): what to run instead.
+_BUNDLE_HINT = ('this is an evidence bundle (it has "evidence"), not a trace: check it with '
+                "admiss check --rubric FILE (rubric.check(bundle) in Python)")
+
+
+def _is_bundle(value: Any) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("evidence"), list)
+
+
 def detect(value: Any, name: str = "<input>") -> ModuleType:
     """The reader module of the first format ``value`` matches, or TraceError B020 saying,
     for each format, the JSON path where the value stopped matching it and why."""
@@ -115,7 +124,8 @@ def detect(value: Any, name: str = "<input>") -> ModuleType:
             return module
         misses.append((module.NAME, miss))
     first = Diagnostic(NO_FORMAT, "not a trace in any known format (tried " + ", ".join(FORMAT_NAMES) + ")",
-                       hint="name the format to see all of its errors (--trace FORMAT; in Python, trace_format= "
-                            "or read_trace(..., format=))", file=name)
+                       hint=_BUNDLE_HINT if _is_bundle(value) else
+                       "name the format to see all of its errors (--trace FORMAT; in Python, trace_format= "
+                       "or read_trace(..., format=))", file=name)
     raise TraceError([first] + [Diagnostic(NO_FORMAT, f"not {fmt}: {path}: {why}", file=name)
                                 for fmt, (path, why) in misses])

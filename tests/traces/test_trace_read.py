@@ -32,6 +32,13 @@ def test_no_format_names_every_format_and_where_it_broke():
     assert "t.json: B020 not openai_chat: $: no \"messages\" array" in shown
 
 
+def test_a_bundle_read_as_a_trace_is_told_to_admiss_check():
+    # admiss import of a bundle file listed 14 "not FORMAT" lines and named no way out.
+    shown = diagnostics({"evidence": [{"kind": "test_run", "source": "ci", "detail": "ok"}]})
+    assert shown[0].splitlines()[1] == ('  hint: this is an evidence bundle (it has "evidence"), not a trace: '
+                                        "check it with admiss check --rubric FILE (rubric.check(bundle) in Python)")
+
+
 def test_unhashable_values_where_names_are_expected_are_not_a_crash():
     assert diagnostics([{"role": "user", "content": [{"type": ["text"], "text": "x"}]}]) == [
         "t.json: B021 $[0].content[0].type: must be a string, not an array"]

@@ -86,9 +86,9 @@ calls AS ({_INSERT_CALLS.format(calls=calls_of)})
 _INSERT = _insert("", "%s", "%s")
 # One receipt, its columns as parameters $1-$8 and its tool calls' keys as a JSON array in
 # $9: the writer's commit when receipts come one at a time (most of them, up to hundreds a
-# second). The server parses no JSON for the receipt: measured one at a time (interleaved,
-# median of 6 rounds of 300), its backend's CPU per commit was 61 us against 99 us for the
-# same receipt through json_to_recordset.
+# second). The server parses no JSON for the receipt: measured one receipt at a time
+# (benchmarks/bench_receipt_commit.py), its backend's CPU per commit was 55 us against 94 us
+# for the same receipt through the batch's json_to_recordset.
 _INSERT_ONE = f"""WITH stored AS (
   INSERT INTO receipts ({_COLUMNS})
   VALUES ({", ".join(f"${n}::{kind}" for n, kind in enumerate(_COLUMN_TYPES, 1))})),
@@ -499,10 +499,11 @@ async def _run_prepared(conn: psycopg.AsyncConnection, name: str, params: list[b
     text ``params``: sent and read through psycopg's libpq layer (psycopg.pq) from the
     running loop's reader and writer callbacks, rather than through a cursor.
 
-    Why not ``await conn.execute``: measured one receipt at a time (interleaved, median of 6
-    rounds of 300, the same statement), the cursor's path (its adaptation, prepared-statement
-    cache and generator-driven waits, each a future and a loop round) cost the loop's thread
-    149 us of CPU per commit, this 63 us; the commit's wall time 567 us against 301 us."""
+    Why not ``await conn.execute``: the cursor's path (its adaptation, prepared-statement
+    cache and generator-driven waits) costs the loop's thread more than the commit's own
+    work. Measured one receipt at a time (benchmarks/bench_receipt_commit.py, the same batch
+    statement both ways, load 9): 130 us of the loop's CPU per commit through the cursor,
+    60 us here (39 us with _INSERT_ONE)."""
     pgconn = conn.pgconn
     pgconn.send_query_prepared(name.encode(), params)
     loop = asyncio.get_running_loop()

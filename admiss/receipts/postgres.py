@@ -19,6 +19,7 @@ The only module that imports psycopg (3) and psycopg_pool (the ``postgres`` extr
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import math
@@ -345,7 +346,7 @@ class PostgresWriter:
         self._loop: asyncio.AbstractEventLoop | None = None
         # Rows committed but maybe not yet flushed: (the WAL position their commit ends
         # before, None until the next statement tells it; the rows), oldest first.
-        self._held: list[tuple[int | None, list[tuple]]] = []
+        self._held: collections.deque[tuple[int | None, list[tuple]]] = collections.deque()
         options = _url_options(store.url())
         # Given as a keyword, options replace the URL's: they are kept, with this one after.
         self._session = {} if "synchronous_commit" in options else {
@@ -375,7 +376,9 @@ class PostgresWriter:
 
     async def _write(self, rows: list[tuple]) -> StoreError | None:
         try:
-            await asyncio.wait_for(self._commit(rows), COMMIT_TIMEOUT_S)
+            # A deadline for every wait of the commit, rather than asyncio.wait_for, which
+            # would wrap each commit in a task of its own.
+            await self._commit(rows, asyncio.get_running_loop().time() + COMMIT_TIMEOUT_S)
             return None
         except asyncio.TimeoutError:
             await self._drop()  # in an unknown state: the next commit starts on a new one
@@ -385,11 +388,11 @@ class PostgresWriter:
                 await self._drop()
             return self.store.error("write receipts", exc)
 
-    async def _commit(self, rows: list[tuple]) -> None:
+    async def _commit(self, rows: list[tuple], deadline: float) -> None:
         reused = self._conn is not None
-        conn = await self._connection()
+        conn = await self._connection(deadline)
         try:
-            await self._insert(conn, "one" if len(rows) == 1 else "batch", rows)
+            await self._insert(conn, "one" if len(rows) == 1 else "batch", rows, deadline)
         except psycopg.OperationalError:
             await self._drop()
             if not reused:
@@ -398,40 +401,50 @@ class PostgresWriter:
             # send the batch once more on a new one. Safe either way: had the first one been
             # committed after all, its ids make this one fail, and the requests get 503
             # with their receipts stored, never a response without one.
-            await self._insert(await self._connection(), "one" if len(rows) == 1 else "batch", rows)
+            await self._insert(await self._connection(deadline), "one" if len(rows) == 1 else "batch", rows, deadline)
 
-    async def _insert(self, conn: psycopg.AsyncConnection, statement: str, rows: list[tuple]) -> None:
+    async def _insert(self, conn: psycopg.AsyncConnection, statement: str, rows: list[tuple],
+                      deadline: float) -> None:
         """Commit ``rows`` with one of _WRITER_STATEMENTS, hold them, and let go of the held
         rows now flushed."""
         params = _one_params(rows[0]) if statement == "one" else list(_batch(rows))
-        inserted, flushed = await _run_prepared(conn, _WRITER_STATEMENTS[statement][0], params)
-        held = [(inserted if before is None else before, earlier) for before, earlier in self._held]
-        self._held = [(before, earlier) for before, earlier in held if before > flushed] + [(None, rows)]
+        inserted, flushed = await _run_prepared(conn, _WRITER_STATEMENTS[statement][0], params, deadline)
+        held = self._held
+        if held and held[-1][0] is None:  # only the last commit's end is not yet known
+            held[-1] = (inserted, held[-1][1])
+        while held and held[0][0] <= flushed:  # in commit order, so in WAL order
+            held.popleft()
+        held.append((None, rows))
 
-    async def _connection(self) -> psycopg.AsyncConnection:
+    async def _connection(self, deadline: float) -> psycopg.AsyncConnection:
         if self._conn is None or self._conn.closed:
-            # autocommit: the one statement of a batch is its transaction, committed by the
-            # time its reply comes, with no BEGIN or COMMIT round trip.
-            conn = await psycopg.AsyncConnection.connect(self.store.url(), connect_timeout=CONNECT_TIMEOUT_S,
-                                                         autocommit=True, client_encoding="UTF8", **self._session)
+            self._conn = await asyncio.wait_for(self._connect(deadline), deadline - asyncio.get_running_loop().time())
+        return self._conn
+
+    async def _connect(self, deadline: float) -> psycopg.AsyncConnection:
+        """A new connection, its statements prepared, and what the writer holds sent on it."""
+        # autocommit: the one statement of a batch is its transaction, committed by the
+        # time its reply comes, with no BEGIN or COMMIT round trip.
+        conn = await psycopg.AsyncConnection.connect(self.store.url(), connect_timeout=CONNECT_TIMEOUT_S,
+                                                     autocommit=True, client_encoding="UTF8", **self._session)
+        try:
+            for name, text in _WRITER_STATEMENTS.values():
+                await conn.execute(f"PREPARE {name} AS {text}")
+        except BaseException:
+            await conn.close()
+            raise
+        held = [row for _, rows in self._held for row in rows]
+        self._held.clear()
+        if held:  # the server may have lost them (a crash): they go first, once more
             try:
-                for name, text in _WRITER_STATEMENTS.values():
-                    await conn.execute(f"PREPARE {name} AS {text}")
+                await self._insert(conn, "again", held, deadline)
             except BaseException:
+                self._held = collections.deque([(None, held)])
                 await conn.close()
                 raise
-            held, self._held = [row for _, rows in self._held for row in rows], []
-            if held:  # the server may have lost them (a crash): they go first, once more
-                try:
-                    await self._insert(conn, "again", held)
-                except BaseException:
-                    self._held = [(None, held)]
-                    await conn.close()
-                    raise
-                logging.getLogger("uvicorn.error").info(
-                    "receipt store reconnected: sent the %d receipts not yet flushed again", len(held))
-            self._conn = conn
-        return self._conn
+            logging.getLogger("uvicorn.error").info(
+                "receipt store reconnected: sent the %d receipts not yet flushed again", len(held))
+        return conn
 
     async def _drop(self) -> None:
         conn, self._conn = self._conn, None
@@ -456,11 +469,12 @@ class PostgresWriter:
     async def _send_held_if_lost(self) -> None:
         """Before closing: if the connection broke (the server restarted since the last
         commit), what the writer holds is sent again on a new one."""
+        deadline = asyncio.get_running_loop().time() + CONNECT_TIMEOUT_S * 2
         try:
-            await (await self._connection()).execute("SELECT 1")
+            await (await self._connection(deadline)).execute("SELECT 1")
         except psycopg.OperationalError:
             await self._drop()
-            await self._connection()
+            await self._connection(deadline)
 
     def close(self) -> None:
         """Commit what is queued and close the connections (from any thread but the loop's:
@@ -494,9 +508,10 @@ def _one_params(row: tuple) -> list[bytes | None]:
     return [*columns, dumps_line([key for key, _ in call_rows([row])])]
 
 
-async def _run_prepared(conn: psycopg.AsyncConnection, name: str, params: list[bytes | None]) -> tuple[int, int]:
+async def _run_prepared(conn: psycopg.AsyncConnection, name: str, params: list[bytes | None],
+                        deadline: float) -> tuple[int, int]:
     """The one row (two integers) of the statement ``conn`` prepared as ``name``, run with
-    text ``params``: sent and read through psycopg's libpq layer (psycopg.pq) from the
+    text ``params`` (TimeoutError past the loop's time ``deadline``): sent and read through psycopg's libpq layer (psycopg.pq) from the
     running loop's reader and writer callbacks, rather than through a cursor.
 
     Why not ``await conn.execute``: the cursor's path (its adaptation, prepared-statement
@@ -511,7 +526,7 @@ async def _run_prepared(conn: psycopg.AsyncConnection, name: str, params: list[b
     sending = bool(pgconn.flush())  # a big batch may not fit the socket's buffer at once
     results: list[pq.abc.PGresult] = []
     while True:
-        await _ready(loop, fd, sending)
+        await _ready(loop, fd, sending, deadline)
         if sending:
             sending = bool(pgconn.flush())
         pgconn.consume_input()
@@ -522,8 +537,9 @@ async def _run_prepared(conn: psycopg.AsyncConnection, name: str, params: list[b
             results.append(result)
 
 
-async def _ready(loop: asyncio.AbstractEventLoop, fd: int, writing: bool) -> None:
-    """Once ``fd`` can be read (or, when ``writing``, written). The loop stops watching it
+async def _ready(loop: asyncio.AbstractEventLoop, fd: int, writing: bool, deadline: float) -> None:
+    """Once ``fd`` can be read (or, when ``writing``, written); TimeoutError once the loop's
+    time is past ``deadline``. The loop stops watching it
     before this returns, so before libpq may close it (the server hung up): uvloop, watching
     a closed descriptor whose number the next connection took, never woke that one."""
     woken = loop.create_future()
@@ -532,12 +548,18 @@ async def _ready(loop: asyncio.AbstractEventLoop, fd: int, writing: bool) -> Non
         if not woken.done():
             woken.set_result(None)
 
+    def too_late() -> None:
+        if not woken.done():
+            woken.set_exception(asyncio.TimeoutError())
+
     loop.add_reader(fd, wake)
     if writing:
         loop.add_writer(fd, wake)
+    timer = loop.call_at(deadline, too_late)
     try:
         await woken
     finally:
+        timer.cancel()
         loop.remove_reader(fd)
         if writing:
             loop.remove_writer(fd)

@@ -336,7 +336,18 @@ class PostgresWriter:
     loses no receipt while the gateway that wrote it runs on. (Each statement answers the WAL
     positions: the insert position when batch k runs lies past batch k-1's commit record, so
     batch k-1 is on disk once the flushed position reaches it.)
+
+    What it holds is bounded: a commit that would take the held receipts past HELD_LIMIT
+    waits for the flush instead (``synchronous_commit=on`` for it), which puts every earlier
+    commit on disk too, and the writer lets go of them all. A server whose flushes lag (a
+    slow or stalled disk) thus slows the commits down, and with no flush within
+    COMMIT_TIMEOUT_S its requests get the store's error, rather than the gateway's memory
+    growing with every receipt.
     """
+
+    # About 10 s of receipts at 1,000 a second, 10-20 MB of rows; at 500 a second the server
+    # flushes every 200 ms (wal_writer_delay), so about 100 are held.
+    HELD_LIMIT = 10_000
 
     def __init__(self, store: PostgresStore):
         self.store = store
@@ -347,6 +358,7 @@ class PostgresWriter:
         # Rows committed but maybe not yet flushed: (the WAL position their commit ends
         # before, None until the next statement tells it; the rows), oldest first.
         self._held: collections.deque[tuple[int | None, list[tuple]]] = collections.deque()
+        self._held_count = 0  # receipts in _held
         options = _url_options(store.url())
         # Given as a keyword, options replace the URL's: they are kept, with this one after.
         self._session = {} if "synchronous_commit" in options else {
@@ -408,13 +420,32 @@ class PostgresWriter:
         """Commit ``rows`` with one of _WRITER_STATEMENTS, hold them, and let go of the held
         rows now flushed."""
         params = _one_params(rows[0]) if statement == "one" else list(_batch(rows))
+        if self._held_count + len(rows) > self.HELD_LIMIT:
+            await self._commit_flushed(conn, statement, params, deadline)
+            return
         inserted, flushed = await _run_prepared(conn, _WRITER_STATEMENTS[statement][0], params, deadline)
         held = self._held
         if held and held[-1][0] is None:  # only the last commit's end is not yet known
             held[-1] = (inserted, held[-1][1])
         while held and held[0][0] <= flushed:  # in commit order, so in WAL order
-            held.popleft()
+            self._held_count -= len(held.popleft()[1])
         held.append((None, rows))
+        self._held_count += len(rows)
+
+    async def _commit_flushed(self, conn: psycopg.AsyncConnection, statement: str, params: list[bytes | None],
+                              deadline: float) -> None:
+        """Commit and wait for the WAL flush, which puts every held receipt on disk too."""
+        loop = asyncio.get_running_loop()
+        try:
+            await asyncio.wait_for(conn.execute("SET synchronous_commit = on"), deadline - loop.time())
+            await _run_prepared(conn, _WRITER_STATEMENTS[statement][0], params, deadline)
+            self._held.clear()
+            self._held_count = 0
+            # Back to the session's own setting (the writer's off, or the URL's options).
+            await asyncio.wait_for(conn.execute("RESET synchronous_commit"), deadline - loop.time())
+        except BaseException:
+            await conn.close()  # its session may be left waiting for flushes: the next commit takes a new one
+            raise
 
     async def _connection(self, deadline: float) -> psycopg.AsyncConnection:
         if self._conn is None or self._conn.closed:
@@ -435,11 +466,12 @@ class PostgresWriter:
             raise
         held = [row for _, rows in self._held for row in rows]
         self._held.clear()
+        self._held_count = 0
         if held:  # the server may have lost them (a crash): they go first, once more
             try:
                 await self._insert(conn, "again", held, deadline)
             except BaseException:
-                self._held = collections.deque([(None, held)])
+                self._held, self._held_count = collections.deque([(None, held)]), len(held)
                 await conn.close()
                 raise
             logging.getLogger("uvicorn.error").info(

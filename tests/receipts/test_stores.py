@@ -167,6 +167,41 @@ def test_receipts_a_server_crash_lost_are_written_again(postgres, then):
         server.close()
 
 
+def test_the_receipts_a_writer_holds_are_bounded_by_waiting_for_the_flush(postgres):
+    # As above, the server's WAL writer flushes (nearly) nothing for 10 s; past its bound, a
+    # commit waits for the flush, which puts every receipt before it on disk too: a crash
+    # then loses only what was held since.
+    server = pgkit.PostgresServer(postgres.bin, settings={"wal_writer_delay": "10s"})
+    url = server.database()
+    writer = open_writer(url)
+    writer.HELD_LIMIT = 5
+    held = []
+
+    async def go() -> tuple[int, str]:
+        for number in range(1, 16):  # one commit each
+            await writer.put(_receipt(number))
+            held.append(writer._held_count)
+        # The session commits without waiting again.
+        setting = (await (await writer._conn.execute("SHOW synchronous_commit")).fetchone())[0]
+        await asyncio.to_thread(server.stop, "immediate")
+        await asyncio.to_thread(server.start)
+        return _count(url), setting
+
+    loop = asyncio.new_event_loop()
+    try:
+        kept, setting = loop.run_until_complete(go())
+        assert max(held) == 5 and setting == "off"
+        # A commit that waited for the flush holds nothing after it: it and all before it are kept.
+        flushed = [number for number, count in enumerate(held, 1) if count == 0]
+        assert flushed and kept >= flushed[-1] >= 6
+        loop.run_until_complete(writer.put(_receipt(16)))
+        loop.run_until_complete(asyncio.to_thread(writer.close))
+        assert _count(url) == 16
+    finally:
+        loop.close()
+        server.close()
+
+
 def test_reads_answer_at_once_when_the_database_is_back(postgres):
     server = pgkit.PostgresServer(postgres.bin)
     try:

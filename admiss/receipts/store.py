@@ -59,17 +59,13 @@ def call_key(call_id: str, name: str, arguments: str) -> str:
     (surrogates as such) after a "\\x1e": it has no "\\x1f", so it is never the key of
     another call, and the same call always gets it."""
     key = f"{call_id}\x1f{name}\x1f{arguments}"
-    if "\x00" not in key and (key.isascii() or not _has_surrogate(key)):
-        return key
+    if "\x00" not in key:
+        try:
+            key.encode("utf-8")
+            return key
+        except UnicodeEncodeError:  # a lone surrogate
+            pass
     return "\x1e" + key.encode("utf-8", "surrogatepass").hex()
-
-
-def _has_surrogate(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 def _call_keys(receipt: dict[str, Any]) -> tuple[str, ...]:

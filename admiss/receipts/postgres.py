@@ -11,7 +11,8 @@ The only module that imports psycopg (3) and psycopg_pool (the ``postgres`` extr
   receipt starts a transaction at once; those that come while it is in flight go into the
   next, so under load one commit carries many receipts. It commits without waiting for the
   WAL flush, and sends a batch again after a reconnection until the server says it is
-  flushed, so a server crash loses none (the class says how).
+  flushed, so a server crash loses none (the class says how). Its statements are prepared
+  on its connection and run through psycopg's libpq layer (``_run_prepared`` says why).
 - The URL is shown with its password masked in every message (``where``), and every error
   psycopg gives is masked the same way before it is shown.
 """

@@ -534,8 +534,10 @@ def _compare_stores(settings: Settings, delay_s: float, spread_s: float, upstrea
     folders = {name: tempfile.TemporaryDirectory() for name in stores}
     started = {name: _start_gateway(Path(folders[name].name), upstream_port, 1, POOL, store=store)
                for name, store in stores.items()}
+    cpu_before = {name: _cpu_s(process.pid) for name, (process, _) in started.items()}
     try:
         rows, medians, one = _side_by_side(settings, delay_s, upstream_port, started)
+        cpu = {name: _cpu_s(process.pid) - cpu_before[name] for name, (process, _) in started.items()}
     finally:
         for process, _ in started.values():
             _stop(process)
@@ -546,6 +548,10 @@ def _compare_stores(settings: Settings, delay_s: float, spread_s: float, upstrea
     print_table("added latency beyond direct calls, in ms",
                 ["round", *(f"{name} {what}" for name in stores for what in ("added p50", "added p99", "req/s"))], rows)
     print(f"receipts stored: {stored[SQLITE_STORE]} in SQLite, {stored[POSTGRES_STORE]} in PostgreSQL")
+    # Every gateway served the same requests (warm-up, rounds, one at a time): SQLite's count.
+    print("gateway CPU per request (user + system, the whole run): " + ", ".join(
+        f"{name} {cpu[name] / stored[SQLITE_STORE] * 1000:.3f} ms" for name in stores)
+        + f"; PostgreSQL {ratio_text(cpu[POSTGRES_STORE] / cpu[SQLITE_STORE])} SQLite's")
     for name in (POSTGRES_STORE, POSTGRES_FLUSHED):
         gap = medians[name][0] - medians[SQLITE_STORE][0]
         print(f"{name} against SQLite: {_ms(gap)} ms more added median, "

@@ -18,7 +18,7 @@ from benchmarks import (  # noqa: E402
     bench_batch, bench_compile, bench_fleet, bench_gateway, bench_gateway_cpu, bench_inprocess, bench_lsp, bench_otel,
     bench_parse,
     bench_peers, bench_ray, bench_rich,
-    bench_reaper, bench_rung, bench_startup, bench_trace_read, bench_traces,
+    bench_reaper, bench_receipt_commit, bench_rung, bench_startup, bench_trace_read, bench_traces,
 )
 from benchmarks.settings import settings_for  # noqa: E402
 
@@ -36,6 +36,7 @@ SECTIONS = {
     "gateway": bench_gateway.run,
     "gateway_agents": bench_gateway.run_agents,
     "gateway_postgres": bench_gateway.run_postgres,
+    "receipt_commit": bench_receipt_commit.run,
     "fleet": bench_fleet.run,
     "gateway_cpu": bench_gateway_cpu.run,
     "rich": bench_rich.run,

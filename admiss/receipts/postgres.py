@@ -11,7 +11,8 @@ The only module that imports psycopg (3) and psycopg_pool (the ``postgres`` extr
   receipt starts a transaction at once; those that come while it is in flight go into the
   next, so under load one commit carries many receipts. It commits without waiting for the
   WAL flush, and sends a batch again after a reconnection until the server says it is
-  flushed, so a server crash loses none (the class says how).
+  flushed, so a server crash loses none (the class says how). Its statements are prepared
+  on its connection and run through psycopg's libpq layer (``_run_prepared`` says why).
 - The URL is shown with its password masked in every message (``where``), and every error
   psycopg gives is masked the same way before it is shown.
 """
@@ -19,6 +20,7 @@ The only module that imports psycopg (3) and psycopg_pool (the ``postgres`` extr
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import math
@@ -27,6 +29,7 @@ from typing import Any, Callable, Iterator
 
 import psycopg
 import psycopg_pool
+from psycopg import pq
 
 from admiss.jsonio import dumps_line
 from admiss.receipts.store import (RECEIPT_COLUMNS, DamagedRow, GateKey, StoreError, call_rows, receipt_of,
@@ -66,23 +69,40 @@ MIGRATIONS = {
 # JSON text (benchmarks/bench_gateway.py, run_postgres). The statement answers where the
 # server's WAL was inserted and flushed to when it ran (PostgresWriter's held receipts).
 _COLUMN_TYPES = ("text", "text", "text", "text", "text", "float8", "float8", "text")
+_COLUMNS = ", ".join(RECEIPT_COLUMNS)
+_WAL_POSITIONS = "SELECT (pg_current_wal_insert_lsn() - '0/0')::int8, (pg_current_wal_flush_lsn() - '0/0')::int8"
+_INSERT_CALLS = "INSERT INTO served_tool_calls {calls} ON CONFLICT DO NOTHING"
 
 
-def _insert(on_conflict: str) -> str:
-    columns = ", ".join(RECEIPT_COLUMNS)
+def _insert(on_conflict: str, receipts: str, calls: str) -> str:
+    """The statement of a batch given as two JSON texts (placeholders ``receipts``, ``calls``)."""
     typed = ", ".join(f"{name} {kind}" for name, kind in zip(RECEIPT_COLUMNS, _COLUMN_TYPES))
+    calls_of = f"SELECT * FROM json_to_recordset({calls}::json) AS c(key text, receipt_id text)"
     return f"""WITH stored AS (
-  INSERT INTO receipts ({columns})
-  SELECT {columns} FROM json_to_recordset(%s::json) AS r({typed}) {on_conflict}),
-calls AS (
-  INSERT INTO served_tool_calls SELECT * FROM json_to_recordset(%s::json) AS c(key text, receipt_id text)
-  ON CONFLICT DO NOTHING)
-SELECT (pg_current_wal_insert_lsn() - '0/0')::int8, (pg_current_wal_flush_lsn() - '0/0')::int8"""
+  INSERT INTO receipts ({_COLUMNS})
+  SELECT {_COLUMNS} FROM json_to_recordset({receipts}::json) AS r({typed}) {on_conflict}),
+calls AS ({_INSERT_CALLS.format(calls=calls_of)})
+{_WAL_POSITIONS}"""
 
 
-_INSERT = _insert("")
-# Receipts sent again after a reconnection: those already there are left as they are.
-_INSERT_AGAIN = _insert("ON CONFLICT DO NOTHING")
+_INSERT = _insert("", "%s", "%s")
+# One receipt, its columns as parameters $1-$8 and its tool calls' keys as a JSON array in
+# $9: the writer's commit when receipts come one at a time (most of them, up to hundreds a
+# second). The server parses no JSON for the receipt: measured one receipt at a time
+# (benchmarks/bench_receipt_commit.py), its backend's CPU per commit was 55 us against 94 us
+# for the same receipt through the batch's json_to_recordset.
+_INSERT_ONE = f"""WITH stored AS (
+  INSERT INTO receipts ({_COLUMNS})
+  VALUES ({", ".join(f"${n}::{kind}" for n, kind in enumerate(_COLUMN_TYPES, 1))})),
+calls AS ({_INSERT_CALLS.format(calls="SELECT key, $1::text FROM json_array_elements_text($9::json) AS key")})
+{_WAL_POSITIONS}"""
+# The writer's statements, prepared by name on each of its connections: (name, text).
+_WRITER_STATEMENTS = {
+    "one": ("admiss_insert_one", _INSERT_ONE),
+    "batch": ("admiss_insert_batch", _insert("", "$1", "$2")),
+    # Receipts sent again after a reconnection: those already there are left as they are.
+    "again": ("admiss_insert_again", _insert("ON CONFLICT DO NOTHING", "$1", "$2")),
+}
 _INSERT_GATE = "INSERT INTO disabled_gates VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING"
 # How long opening waits for the server, and a request for a connection of the pool: a
 # database that is down answers the requests 503 after this, rather than holding them.
@@ -156,7 +176,7 @@ class PostgresStore:
     def put_many(self, receipts: list[dict[str, Any]]) -> None:
         try:
             with self._pooled() as conn:
-                conn.execute(_INSERT, _batch([receipt_row(r) for r in receipts]))
+                conn.execute(_INSERT, [text.decode() for text in _batch([receipt_row(r) for r in receipts])])
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
             raise self.error("write receipts", exc) from None
 
@@ -317,7 +337,18 @@ class PostgresWriter:
     loses no receipt while the gateway that wrote it runs on. (Each statement answers the WAL
     positions: the insert position when batch k runs lies past batch k-1's commit record, so
     batch k-1 is on disk once the flushed position reaches it.)
+
+    What it holds is bounded: a commit that would take the held receipts past HELD_LIMIT
+    waits for the flush instead (``synchronous_commit=on`` for it), which puts every earlier
+    commit on disk too, and the writer lets go of them all. A server whose flushes lag (a
+    slow or stalled disk) thus slows the commits down, and with no flush within
+    COMMIT_TIMEOUT_S its requests get the store's error, rather than the gateway's memory
+    growing with every receipt.
     """
+
+    # About 10 s of receipts at 1,000 a second, 10-20 MB of rows; at 500 a second the server
+    # flushes every 200 ms (wal_writer_delay), so about 100 are held.
+    HELD_LIMIT = 10_000
 
     def __init__(self, store: PostgresStore):
         self.store = store
@@ -327,7 +358,8 @@ class PostgresWriter:
         self._loop: asyncio.AbstractEventLoop | None = None
         # Rows committed but maybe not yet flushed: (the WAL position their commit ends
         # before, None until the next statement tells it; the rows), oldest first.
-        self._held: list[tuple[int | None, list[tuple]]] = []
+        self._held: collections.deque[tuple[int | None, list[tuple]]] = collections.deque()
+        self._held_count = 0  # receipts in _held
         options = _url_options(store.url())
         # Given as a keyword, options replace the URL's: they are kept, with this one after.
         self._session = {} if "synchronous_commit" in options else {
@@ -357,7 +389,9 @@ class PostgresWriter:
 
     async def _write(self, rows: list[tuple]) -> StoreError | None:
         try:
-            await asyncio.wait_for(self._commit(rows), COMMIT_TIMEOUT_S)
+            # A deadline for every wait of the commit, rather than asyncio.wait_for, which
+            # would wrap each commit in a task of its own.
+            await self._commit(rows, asyncio.get_running_loop().time() + COMMIT_TIMEOUT_S)
             return None
         except asyncio.TimeoutError:
             await self._drop()  # in an unknown state: the next commit starts on a new one
@@ -367,11 +401,11 @@ class PostgresWriter:
                 await self._drop()
             return self.store.error("write receipts", exc)
 
-    async def _commit(self, rows: list[tuple]) -> None:
+    async def _commit(self, rows: list[tuple], deadline: float) -> None:
         reused = self._conn is not None
-        conn = await self._connection()
+        conn = await self._connection(deadline)
         try:
-            await self._insert(conn, _INSERT, rows)
+            await self._insert(conn, "one" if len(rows) == 1 else "batch", rows, deadline)
         except psycopg.OperationalError:
             await self._drop()
             if not reused:
@@ -380,32 +414,70 @@ class PostgresWriter:
             # send the batch once more on a new one. Safe either way: had the first one been
             # committed after all, its ids make this one fail, and the requests get 503
             # with their receipts stored, never a response without one.
-            await self._insert(await self._connection(), _INSERT, rows)
+            await self._insert(await self._connection(deadline), "one" if len(rows) == 1 else "batch", rows, deadline)
 
-    async def _insert(self, conn: psycopg.AsyncConnection, statement: str, rows: list[tuple]) -> None:
-        """Commit ``rows``, hold them, and let go of the held rows now flushed."""
-        inserted, flushed = await (await conn.execute(statement, _batch(rows))).fetchone()
-        held = [(inserted if before is None else before, earlier) for before, earlier in self._held]
-        self._held = [(before, earlier) for before, earlier in held if before > flushed] + [(None, rows)]
+    async def _insert(self, conn: psycopg.AsyncConnection, statement: str, rows: list[tuple],
+                      deadline: float) -> None:
+        """Commit ``rows`` with one of _WRITER_STATEMENTS, hold them, and let go of the held
+        rows now flushed."""
+        params = _one_params(rows[0]) if statement == "one" else list(_batch(rows))
+        if self._held_count + len(rows) > self.HELD_LIMIT:
+            await self._commit_flushed(conn, statement, params, deadline)
+            return
+        inserted, flushed = await _run_prepared(conn, _WRITER_STATEMENTS[statement][0], params, deadline)
+        held = self._held
+        if held and held[-1][0] is None:  # only the last commit's end is not yet known
+            held[-1] = (inserted, held[-1][1])
+        while held and held[0][0] <= flushed:  # in commit order, so in WAL order
+            self._held_count -= len(held.popleft()[1])
+        held.append((None, rows))
+        self._held_count += len(rows)
 
-    async def _connection(self) -> psycopg.AsyncConnection:
+    async def _commit_flushed(self, conn: psycopg.AsyncConnection, statement: str, params: list[bytes | None],
+                              deadline: float) -> None:
+        """Commit and wait for the WAL flush, which puts every held receipt on disk too."""
+        loop = asyncio.get_running_loop()
+        try:
+            await asyncio.wait_for(conn.execute("SET synchronous_commit = on"), deadline - loop.time())
+            await _run_prepared(conn, _WRITER_STATEMENTS[statement][0], params, deadline)
+            self._held.clear()
+            self._held_count = 0
+            # Back to the session's own setting (the writer's off, or the URL's options).
+            await asyncio.wait_for(conn.execute("RESET synchronous_commit"), deadline - loop.time())
+        except BaseException:
+            await conn.close()  # its session may be left waiting for flushes: the next commit takes a new one
+            raise
+
+    async def _connection(self, deadline: float) -> psycopg.AsyncConnection:
         if self._conn is None or self._conn.closed:
-            # autocommit: the one statement of a batch is its transaction, committed by the
-            # time its reply comes, with no BEGIN or COMMIT round trip.
-            conn = await psycopg.AsyncConnection.connect(self.store.url(), connect_timeout=CONNECT_TIMEOUT_S,
-                                                         autocommit=True, **self._session)
-            held, self._held = [row for _, rows in self._held for row in rows], []
-            if held:  # the server may have lost them (a crash): they go first, once more
-                try:
-                    await self._insert(conn, _INSERT_AGAIN, held)
-                except BaseException:
-                    self._held = [(None, held)]
-                    await conn.close()
-                    raise
-                logging.getLogger("uvicorn.error").info(
-                    "receipt store reconnected: sent the %d receipts not yet flushed again", len(held))
-            self._conn = conn
+            self._conn = await asyncio.wait_for(self._connect(deadline), deadline - asyncio.get_running_loop().time())
         return self._conn
+
+    async def _connect(self, deadline: float) -> psycopg.AsyncConnection:
+        """A new connection, its statements prepared, and what the writer holds sent on it."""
+        # autocommit: the one statement of a batch is its transaction, committed by the
+        # time its reply comes, with no BEGIN or COMMIT round trip.
+        conn = await psycopg.AsyncConnection.connect(self.store.url(), connect_timeout=CONNECT_TIMEOUT_S,
+                                                     autocommit=True, client_encoding="UTF8", **self._session)
+        try:
+            for name, text in _WRITER_STATEMENTS.values():
+                await conn.execute(f"PREPARE {name} AS {text}")
+        except BaseException:
+            await conn.close()
+            raise
+        held = [row for _, rows in self._held for row in rows]
+        self._held.clear()
+        self._held_count = 0
+        if held:  # the server may have lost them (a crash): they go first, once more
+            try:
+                await self._insert(conn, "again", held, deadline)
+            except BaseException:
+                self._held, self._held_count = collections.deque([(None, held)]), len(held)
+                await conn.close()
+                raise
+            logging.getLogger("uvicorn.error").info(
+                "receipt store reconnected: sent the %d receipts not yet flushed again", len(held))
+        return conn
 
     async def _drop(self) -> None:
         conn, self._conn = self._conn, None
@@ -430,11 +502,12 @@ class PostgresWriter:
     async def _send_held_if_lost(self) -> None:
         """Before closing: if the connection broke (the server restarted since the last
         commit), what the writer holds is sent again on a new one."""
+        deadline = asyncio.get_running_loop().time() + CONNECT_TIMEOUT_S * 2
         try:
-            await (await self._connection()).execute("SELECT 1")
+            await (await self._connection(deadline)).execute("SELECT 1")
         except psycopg.OperationalError:
             await self._drop()
-            await self._connection()
+            await self._connection(deadline)
 
     def close(self) -> None:
         """Commit what is queued and close the connections (from any thread but the loop's:
@@ -453,12 +526,86 @@ def _url_options(url: str) -> str:
     return psycopg.conninfo.conninfo_to_dict(url).get("options") or ""
 
 
-def _batch(rows: list[tuple]) -> tuple[str, str]:
+def _batch(rows: list[tuple]) -> tuple[bytes, bytes]:
     """The parameters of _INSERT for receipt rows: the receipts as a JSON array of objects,
     then their tool calls'."""
     receipts = [{name: _json_value(value) for name, value in zip(RECEIPT_COLUMNS, row)} for row in rows]
     calls = [{"key": key, "receipt_id": receipt_id} for key, receipt_id in call_rows(rows)]
-    return dumps_line(receipts).decode("utf-8"), dumps_line(calls).decode("utf-8")
+    return dumps_line(receipts), dumps_line(calls)
+
+
+def _one_params(row: tuple) -> list[bytes | None]:
+    """The parameters of _INSERT_ONE for one receipt row, as the server's text input reads
+    them (a float's repr, "nan" and "inf" included, is float8 input)."""
+    columns = [None if value is None else str(value).encode() for value in row[:len(RECEIPT_COLUMNS)]]
+    return [*columns, dumps_line([key for key, _ in call_rows([row])])]
+
+
+async def _run_prepared(conn: psycopg.AsyncConnection, name: str, params: list[bytes | None],
+                        deadline: float) -> tuple[int, int]:
+    """The one row (two integers) of the statement ``conn`` prepared as ``name``, run with
+    text ``params`` (TimeoutError past the loop's time ``deadline``): sent and read through psycopg's libpq layer (psycopg.pq) from the
+    running loop's reader and writer callbacks, rather than through a cursor.
+
+    Why not ``await conn.execute``: the cursor's path (its adaptation, prepared-statement
+    cache and generator-driven waits) costs the loop's thread more than the commit's own
+    work. Measured one receipt at a time (benchmarks/bench_receipt_commit.py, the same batch
+    statement both ways, load 9): 130 us of the loop's CPU per commit through the cursor,
+    60 us here (39 us with _INSERT_ONE)."""
+    pgconn = conn.pgconn
+    pgconn.send_query_prepared(name.encode(), params)
+    loop = asyncio.get_running_loop()
+    fd = pgconn.socket
+    sending = bool(pgconn.flush())  # a big batch may not fit the socket's buffer at once
+    results: list[pq.abc.PGresult] = []
+    while True:
+        await _ready(loop, fd, sending, deadline)
+        if sending:
+            sending = bool(pgconn.flush())
+        pgconn.consume_input()
+        while not sending and not pgconn.is_busy():
+            result = pgconn.get_result()
+            if result is None:
+                return _wal_positions(results)
+            results.append(result)
+
+
+async def _ready(loop: asyncio.AbstractEventLoop, fd: int, writing: bool, deadline: float) -> None:
+    """Once ``fd`` can be read (or, when ``writing``, written); TimeoutError once the loop's
+    time is past ``deadline``. The loop stops watching it
+    before this returns, so before libpq may close it (the server hung up): uvloop, watching
+    a closed descriptor whose number the next connection took, never woke that one."""
+    woken = loop.create_future()
+
+    def wake() -> None:
+        if not woken.done():
+            woken.set_result(None)
+
+    def too_late() -> None:
+        if not woken.done():
+            woken.set_exception(asyncio.TimeoutError())
+
+    loop.add_reader(fd, wake)
+    if writing:
+        loop.add_writer(fd, wake)
+    timer = loop.call_at(deadline, too_late)
+    try:
+        await woken
+    finally:
+        timer.cancel()
+        loop.remove_reader(fd)
+        if writing:
+            loop.remove_writer(fd)
+
+
+def _wal_positions(results: list) -> tuple[int, int]:
+    """The (insert, flush) WAL positions a writer's statement answered; its error if it failed."""
+    for result in results:
+        if result.status != pq.ExecStatus.TUPLES_OK:
+            raise psycopg.errors.error_from_result(result, encoding="utf-8")
+    if len(results) != 1 or results[0].ntuples != 1:
+        raise psycopg.InterfaceError(f"the receipt statement answered {len(results)} results, not one row")
+    return int(results[0].get_value(0, 0)), int(results[0].get_value(0, 1))
 
 
 def _json_value(value: Any) -> Any:

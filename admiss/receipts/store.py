@@ -51,8 +51,21 @@ class DamagedRow(StoreError):
 
 def call_key(call_id: str, name: str, arguments: str) -> str:
     """What identifies a tool call the gateway served: its id, its tool and its exact
-    arguments (a client that kept the id but changed the arguments has another call)."""
-    return f"{call_id}\x1f{name}\x1f{arguments}"
+    arguments (a client that kept the id but changed the arguments has another call).
+
+    A model's reply can put in the arguments what no text column holds: a lone surrogate
+    (the JSON escape "\\ud800"; not UTF-8, so neither SQLite nor PostgreSQL takes it) or a
+    NUL (PostgreSQL's text refuses it). Such a key is kept as the hex of its UTF-8 bytes
+    (surrogates as such) after a "\\x1e": it has no "\\x1f", so it is never the key of
+    another call, and the same call always gets it."""
+    key = f"{call_id}\x1f{name}\x1f{arguments}"
+    if "\x00" not in key:
+        try:
+            key.encode("utf-8")
+            return key
+        except UnicodeEncodeError:  # a lone surrogate
+            pass
+    return "\x1e" + key.encode("utf-8", "surrogatepass").hex()
 
 
 def _call_keys(receipt: dict[str, Any]) -> tuple[str, ...]:

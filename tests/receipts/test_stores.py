@@ -86,10 +86,56 @@ def test_a_writer_commits_before_its_future_settles(where):
     try:
         assert loop.run_until_complete(go()) == 40
         # The writer closes from a thread other than its loop's, as the gateway's lifespan does.
-        loop.run_until_complete(loop.run_in_executor(None, writer.close))
+        loop.run_until_complete(asyncio.to_thread(writer.close))
     finally:
         loop.close()
     assert _count(where) == 40
+
+
+def _with_call(number: int, arguments: str) -> dict:
+    receipt = _receipt(number)
+    receipt["tool_calls"] = [{"id": f"call_{number}", "type": "function",
+                              "function": {"name": "lookup", "arguments": arguments}}]
+    return receipt
+
+
+# What a model's reply can put in a tool call's arguments that no text column holds as it is.
+UNSTORABLE_ARGUMENTS = ['{"q": "\ud800"}', '{"q": "a\x00b"}', '{"q": "\udfff\x00\u00e9"}']
+
+
+def test_tool_calls_whose_arguments_no_text_column_holds_are_stored_and_found(where):
+    writer = open_writer(where)
+
+    async def go():
+        await writer.put(_with_call(1, UNSTORABLE_ARGUMENTS[0]))  # a commit of its own
+        # Two in one commit, beside a plain one that must not fail with them.
+        await asyncio.gather(writer.put(_with_call(2, UNSTORABLE_ARGUMENTS[1])),
+                             writer.put(_with_call(3, UNSTORABLE_ARGUMENTS[2])), writer.put(_with_call(4, '{"q": 1}')))
+
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(asyncio.wait_for(go(), 30))
+        loop.run_until_complete(asyncio.to_thread(writer.close))
+    finally:
+        loop.close()
+    store = open_store(where, create=False)
+    try:
+        keys = [call_key(f"call_{n}", "lookup", a) for n, a in enumerate([*UNSTORABLE_ARGUMENTS, '{"q": 1}'], 1)]
+        assert store.served(keys) == set(keys)
+        # The same arguments under another id, or others under the same id, are other calls.
+        assert store.served([call_key("call_9", "lookup", UNSTORABLE_ARGUMENTS[0]),
+                             call_key("call_1", "lookup", '{"q": "\ud801"}')]) == set()
+        assert store.get("rcpt_0001")["tool_calls"][0]["function"]["arguments"] == UNSTORABLE_ARGUMENTS[0]
+    finally:
+        store.close()
+
+
+def test_the_key_of_an_unstorable_call_is_no_other_calls_key():
+    # The kept form of such a key could be spelled by arguments too: it has none of the
+    # separators every key of plain text has.
+    kept = call_key("call_1", "lookup", UNSTORABLE_ARGUMENTS[0])
+    assert "\x1f" not in kept and kept != call_key("call_1", "lookup", kept)
+    assert call_key("call_1", "lookup", '{"q": 1}') == "call_1\x1flookup\x1f{\"q\": 1}"  # as stores already hold
 
 
 @pytest.mark.parametrize("then", ["write", "close"])
@@ -113,9 +159,44 @@ def test_receipts_a_server_crash_lost_are_written_again(postgres, then):
     loop = asyncio.new_event_loop()
     try:
         kept = loop.run_until_complete(go())
-        loop.run_until_complete(loop.run_in_executor(None, writer.close))  # or they go at close
+        loop.run_until_complete(asyncio.to_thread(writer.close))  # or they go at close
         assert kept < 20  # the crash did lose committed receipts: what the writer is for
         assert _count(url) == (21 if then == "write" else 20)
+    finally:
+        loop.close()
+        server.close()
+
+
+def test_the_receipts_a_writer_holds_are_bounded_by_waiting_for_the_flush(postgres):
+    # As above, the server's WAL writer flushes (nearly) nothing for 10 s; past its bound, a
+    # commit waits for the flush, which puts every receipt before it on disk too: a crash
+    # then loses only what was held since.
+    server = pgkit.PostgresServer(postgres.bin, settings={"wal_writer_delay": "10s"})
+    url = server.database()
+    writer = open_writer(url)
+    writer.HELD_LIMIT = 5
+    held = []
+
+    async def go() -> tuple[int, str]:
+        for number in range(1, 16):  # one commit each
+            await writer.put(_receipt(number))
+            held.append(writer._held_count)
+        # The session commits without waiting again.
+        setting = (await (await writer._conn.execute("SHOW synchronous_commit")).fetchone())[0]
+        await asyncio.to_thread(server.stop, "immediate")
+        await asyncio.to_thread(server.start)
+        return _count(url), setting
+
+    loop = asyncio.new_event_loop()
+    try:
+        kept, setting = loop.run_until_complete(go())
+        assert max(held) == 5 and setting == "off"
+        # A commit that waited for the flush holds nothing after it: it and all before it are kept.
+        flushed = [number for number, count in enumerate(held, 1) if count == 0]
+        assert flushed and kept >= flushed[-1] >= 6
+        loop.run_until_complete(writer.put(_receipt(16)))
+        loop.run_until_complete(asyncio.to_thread(writer.close))
+        assert _count(url) == 16
     finally:
         loop.close()
         server.close()

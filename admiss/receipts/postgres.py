@@ -33,7 +33,7 @@ from psycopg import pq
 
 from admiss.jsonio import dumps_line
 from admiss.receipts.store import (RECEIPT_COLUMNS, DamagedRow, GateKey, StoreError, call_rows, receipt_of,
-                                   receipt_row, receipts_of, settle)
+                                   receipt_row, receipts_of, settle, unforeseen)
 from admiss.redact import redact, url_secrets
 
 SCHEMA_VERSION = 1
@@ -400,6 +400,9 @@ class PostgresWriter:
             if isinstance(exc, psycopg.OperationalError):
                 await self._drop()
             return self.store.error("write receipts", exc)
+        except Exception as exc:  # noqa: BLE001 - any failure must still answer the batch's requests
+            await self._drop()  # the connection's state is unknown
+            return unforeseen(self.store.where, exc)
 
     async def _commit(self, rows: list[tuple], deadline: float) -> None:
         reused = self._conn is not None

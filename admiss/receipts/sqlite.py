@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from admiss.receipts.store import (RECEIPT_COLUMNS, DamagedRow, GateKey, StoreBusy, StoreError, call_rows,
-                                   receipt_of, receipt_row, receipts_of, settle)
+                                   receipt_of, receipt_row, receipts_of, settle,
+                                   unforeseen)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS receipts (
@@ -267,6 +268,8 @@ class SQLiteWriter:
             return None
         except StoreError as exc:
             return exc
+        except Exception as exc:  # noqa: BLE001 - any failure must still answer the batch's requests
+            return unforeseen(str(self.store.path), exc)
 
     async def aread(self, call, *args):
         """``call(store, *args)`` on a connection of its own in a worker thread: reads never

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from datetime import datetime, timezone
 from typing import Any, Awaitable, Callable, Iterator, Protocol
 
@@ -175,6 +176,14 @@ class StoreWriter(Protocol):
 
     def close(self) -> None:
         """Write what is queued and close the store (from any thread but the loop's)."""
+
+
+def unforeseen(where: str, exc: Exception) -> StoreError:
+    """A write that failed for a reason no backend foresaw (a bug of ours, not the
+    database's): logged with its traceback, and a StoreError for the batch's requests, which
+    would otherwise wait for their receipts forever."""
+    logging.getLogger("uvicorn.error").error("receipt store %s: a write failed unforeseen", where, exc_info=exc)
+    return StoreError(f"{where}: cannot write receipts: {type(exc).__name__}")
 
 
 def settle(done: asyncio.Future, error: Exception | None) -> None:

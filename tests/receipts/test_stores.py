@@ -92,6 +92,38 @@ def test_a_writer_commits_before_its_future_settles(where):
     assert _count(where) == 40
 
 
+def test_a_write_failing_for_an_unforeseen_reason_answers_its_requests(where, monkeypatch, caplog):
+    # Only database errors were turned into StoreError: any other exception (a bug of ours;
+    # a lone surrogate was one) left the batch's requests waiting for their receipts forever.
+    writer = open_writer(where)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug in the write path")
+
+    if isinstance(where, str):  # PostgreSQL: the statement's round trip
+        import admiss.receipts.postgres as postgres
+        monkeypatch.setattr(postgres, "_run_prepared", broken)
+    else:
+        monkeypatch.setattr(writer.store, "put_rows", broken)
+
+    async def go():
+        results = await asyncio.wait_for(asyncio.gather(*(writer.put(_receipt(n)) for n in (1, 2, 3)),
+                                                        return_exceptions=True), 30)
+        monkeypatch.undo()  # the next commit goes through again
+        await writer.put(_receipt(4))
+        return results
+
+    loop = asyncio.new_event_loop()
+    try:
+        results = loop.run_until_complete(go())
+        loop.run_until_complete(asyncio.to_thread(writer.close))
+    finally:
+        loop.close()
+    assert all(isinstance(r, StoreError) and str(r).endswith("cannot write receipts: RuntimeError") for r in results)
+    assert "a write failed unforeseen" in caplog.text and "a bug in the write path" in caplog.text
+    assert _count(where) == 1
+
+
 def _with_call(number: int, arguments: str) -> dict:
     receipt = _receipt(number)
     receipt["tool_calls"] = [{"id": f"call_{number}", "type": "function",

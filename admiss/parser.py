@@ -144,6 +144,9 @@ def _special_hint(exc: UnexpectedInput, source: Source) -> str | None:
         return 'strings end on the same line and use JSON escapes: \\" \\\\ \\n \\uXXXX'
     if isinstance(exc, UnexpectedCharacters) and "_EQ" in exc.allowed:
         return _comparison_hint(source.text[exc.pos_in_stream:exc.pos_in_stream + 2])
+    at = getattr(exc, "pos_in_stream", 0)
+    if isinstance(exc, UnexpectedCharacters) and source.text[max(at - 2, 0):at + 1] == "===":
+        return "compare with == (two equals signs, not three)"
     return None
 
 

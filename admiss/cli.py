@@ -636,8 +636,12 @@ def _opened_store(store: str, read_only: bool = False):
     try:
         return open_store(store if "://" in store else Path(store), create=False, read_only=read_only)
     except StoreError as error:
+        from admiss.config import DEFAULT_STORE
+
         shown = redact(store)
-        sys.stderr.write(f"{shown}: E152 {str(error).removeprefix(f'{shown}: ')}\n")
+        sys.stderr.write(f"{shown}: E152 {str(error).removeprefix(f'{shown}: ')}\n"
+                         f"  hint: name the store admiss serve writes: [serve] store in its admiss.toml "
+                         f"(default {DEFAULT_STORE}, beside that file)\n")
         raise typer.Exit(EXIT_BAD_INPUT) from None
 
 

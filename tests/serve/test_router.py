@@ -294,6 +294,9 @@ def test_receipts_export_prints_json_lines_since_a_time(tmp_path):
     assert junk.returncode == 2 and "E152" in junk.stderr and "Traceback" not in junk.stderr
     missing = export(str(tmp_path / "none.db"))
     assert missing.returncode == 2 and "E152" in missing.stderr
+    # Where the store a user looks for is: E152 named no way to find it.
+    assert missing.stderr.splitlines()[1] == ("  hint: name the store admiss serve writes: [serve] store in its "
+                                              "admiss.toml (default admiss-receipts.db, beside that file)")
 
 
 def test_since_times_are_normalised_to_utc_milliseconds():

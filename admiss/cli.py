@@ -129,6 +129,21 @@ def _file_kinds(*suffixes: str):
     return complete
 
 
+def _chain_names(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Shell completion of --chain: the CHAINs of the rubric given before it on the line."""
+    # An argument (serve's RUBRIC) is left unparsed in ctx.args while completing an option.
+    rubric = ctx.params.get("rubric") or next((a for a in ctx.args if a.endswith((".rubric", ".json"))), None)
+    if rubric is None:
+        return []
+    try:
+        import admiss
+
+        names = [chain.name for chain in admiss.load(rubric, offline=True).ir.chains]
+    except Exception:  # noqa: BLE001 - a rubric that does not load completes nothing, never a traceback in the shell
+        return []
+    return [name for name in names if name.startswith(incomplete)]
+
+
 def _count(value: str) -> str:
     """A whole number of at least 1, said plainly when it is not (typer's own words name types)."""
     if not (value.isascii() and value.isdigit() and int(value) >= 1):
@@ -151,7 +166,7 @@ def check(
         autocompletion=_values(Format), help="Report format [default: rich on a terminal (one line per bundle "
         "after 20), text otherwise]; junit and markdown write one document for the whole run.",
     ),
-    chain: Optional[str] = typer.Option(None, "--chain", metavar="NAME",
+    chain: Optional[str] = typer.Option(None, "--chain", metavar="NAME", autocompletion=_chain_names,
                                         help="The CHAIN to run when the rubric has several."),
     config: Optional[Path] = typer.Option(
         None, "--config", metavar="FILE", help="An admiss.toml (providers, prices, gate defaults) "
@@ -541,7 +556,8 @@ def savings(
 @app.command()
 def serve(
     rubric: Path = typer.Argument(..., metavar="RUBRIC", help="A .rubric source or compiled IR .json with the CHAIN(s) to serve."),
-    chain: Optional[str] = typer.Option(None, "--chain", metavar="NAME", help="Serve only this CHAIN [default: every chain; "
+    chain: Optional[str] = typer.Option(None, "--chain", metavar="NAME", autocompletion=_chain_names,
+                                        help="Serve only this CHAIN [default: every chain; "
                                         "a request's \"model\" names its chain]."),
     config: Optional[Path] = typer.Option(None, "--config", metavar="FILE", help="An admiss.toml (providers, prices, rung settings, "
                                           "[serve]) [default: beside the rubric, else in the working folder]."),

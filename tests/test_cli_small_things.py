@@ -117,3 +117,34 @@ def test_completion_offers_option_values_and_file_kinds(tmp_path):
     assert _completions("admiss check ", tmp_path) == ["b.json", "c.jsonl", "sub/"]
     assert _completions("admiss check --rubric ", tmp_path) == ["a.rubric", "b.json", "sub/"]
     assert _completions("admiss lint ", tmp_path) == ["a.rubric", "sub/"]
+
+
+def test_completion_offers_the_rubrics_chain_names(tmp_path):
+    (tmp_path / "two.rubric").write_text(TWO_CHAINS, encoding="utf-8")
+    (tmp_path / "bad.rubric").write_text("PROPERTY {", encoding="utf-8")
+    assert _completions("admiss check --rubric two.rubric --chain ", tmp_path) == ["fast", "fallback"]
+    assert _completions("admiss check --rubric two.rubric --chain fa", tmp_path) == ["fast", "fallback"]
+    assert _completions("admiss check --rubric two.rubric --chain fal", tmp_path) == ["fallback"]
+    assert _completions("admiss serve two.rubric --chain ", tmp_path) == ["fast", "fallback"]
+    # No rubric yet, or one that does not compile: nothing offered, and no traceback in the shell.
+    assert _completions("admiss check --chain ", tmp_path) == []
+    assert _completions("admiss check --rubric bad.rubric --chain ", tmp_path) == []
+
+
+TWO_CHAINS = """PROPERTY p "p" {
+  ADMIT procedurally_sound_tool_call
+  DEFAULT no
+}
+
+CHAIN fast {
+  RUNG cheap MODEL "openai/gpt-5-mini" {
+    GATE non_empty
+  }
+}
+
+CHAIN fallback {
+  RUNG cheap MODEL "openai/gpt-5-mini" {
+    GATE non_empty
+  }
+}
+"""

@@ -179,9 +179,10 @@ def _object_error(result: dict) -> str | None:
     if error not in (None, False, "", {}, []):
         return short(error if isinstance(error, str) else json.dumps(error, ensure_ascii=False))
     status = result.get("status")
-    if isinstance(status, str) and status.lower() == "error":
+    key = "status" if isinstance(status, str) and status.lower() == "error" else _status_key(result)
+    if key is not None:
         reason = result.get("error_message") or result.get("message")
-        return short(reason) if isinstance(reason, str) else "status: error"
+        return short(reason) if isinstance(reason, str) else f"{key}: error"
     if result.get("isError") is True or result.get("is_error") is True:
         return short(_content_text(result.get("content")) or "isError: true")
     if result.get("response_type") == _ADK_RETRY_ANSWER:
@@ -190,6 +191,14 @@ def _object_error(result: dict) -> str | None:
     if len(result) == 1 and isinstance(result.get("result"), str):
         return error_in(result["result"])
     return None
+
+
+def _status_key(result: dict) -> str | None:
+    """A key of ``result`` ending in ``_status`` or ``Status`` whose value is "error" in any
+    case: a tool's own status field (``"response_status": "Error"``, the C# agent's tool in
+    Langfuse's test traces) says so as plainly as ``status`` does."""
+    return next((key for key, value in result.items() if type(value) is str and type(key) is str
+                 and key.endswith(("_status", "Status")) and value.lower() == "error"), None)
 
 
 def _content_text(content: Any) -> str:

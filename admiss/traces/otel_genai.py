@@ -155,15 +155,20 @@ def traces_of(exports: list[tuple[dict, str]], name: str, logs: bool = True) -> 
     by_trace: dict[str | None, tuple[list, list]] = {}
     for span, where in _items(exports, name, *SPANS):
         trace_id = span.get("traceId")
-        by_trace.setdefault(trace_id if type(trace_id) is str and trace_id else None, ([], []))[0].append((span, where))
+        key = trace_id if type(trace_id) is str and trace_id else None
+        group = by_trace.get(key)
+        if group is None:  # not setdefault: its default pair would be made for every span
+            group = by_trace[key] = ([], [])
+        group[0].append((span, where))
     if not by_trace:
         return [(None, [], records)]
     stray: dict[str | None, list] = {}
     for record, where in records:
         trace_id = _id(record, "traceId", name, where)
         (by_trace[trace_id][1] if trace_id in by_trace else stray.setdefault(trace_id, [])).append((record, where))
-    groups = sorted(((trace_id, spans, held) for trace_id, (spans, held) in by_trace.items()),
-                    key=lambda group: min(_start(span, name, where) for span, where in group[1]))
+    groups = [(trace_id, spans, held) for trace_id, (spans, held) in by_trace.items()]
+    if len(groups) > 1:  # one trace (most files) needs no start times here: its spans are sorted once, to read
+        groups.sort(key=lambda group: min(_start(span, name, where) for span, where in group[1]))
     for trace_id, held in stray.items():
         if any(_event_name(record, name, where)[0].startswith("gen_ai.") for record, where in held):
             groups.append((trace_id, [], held))

@@ -125,6 +125,7 @@ class CheckRun:
         path, number, text = unit
         # A line of a .jsonl file is named path:line; its JSON errors point into the file.
         name = f"{path}:{number}" if number else path
+        where = number - 1 if number else 0  # the line the value's text starts after
         try:
             if number:
                 text = line_text(text, path, number)
@@ -132,10 +133,18 @@ class CheckRun:
             from admiss.traces import adk  # the readers load only for a value that may be a trace
             from admiss.traces.read import is_run_list
 
+            from admiss.traces.build import located_at
+
+            # A reader's error is located in the text, as a bundle's is: file:line:col and a caret.
             if self.options.trace is not None or is_run_list(value) or adk.eval_cases(value) is not None \
                     or is_inspect_log(value):
-                return self.runs_outcome(value, path, name)
+                return self.runs_outcome(value, path, name, lambda error, run: located_at(
+                    error, text, where, path if number else None, run[len(name):]))
             report = self.report_for(value, path, name)
+        except TraceError as error:
+            from admiss.traces.build import located_at
+
+            return self.error_outcome(located_at(error, text, where, path if number else None), name)
         except AdmissError as error:
             return self.error_outcome(error, name)
         return self.report_outcome(report, name)
@@ -149,7 +158,7 @@ class CheckRun:
 
         name, value, text, where = unit
         try:
-            return self.runs_outcome(value, name, name, lambda error: located_at(error, text, where))
+            return self.runs_outcome(value, name, name, lambda error, _: located_at(error, text, where))
         except AdmissError as error:
             return self.error_outcome(error, name)
 
@@ -162,11 +171,11 @@ class CheckRun:
     def runs_outcome(self, value: Any, path: str, name: str, locate=None) -> Outcome:
         """The outcome of a value that may hold several runs (a JSON array of runs, an ADK
         eval set or result): a report per run, in order, each named for its index. ``locate``
-        gives a reader's error its place in the file's text."""
+        gives a reader's error of the run it names its place in the file's text."""
         runs = self.rubric_for(value, path, name).check_runs(value, name, self.options.chain, self.options.trace,
                                                             self.options.live)
         if locate is not None:
-            runs = [(run_name, locate(run) if isinstance(run, TraceError) else run) for run_name, run in runs]
+            runs = [(run_name, locate(run, run_name) if isinstance(run, TraceError) else run) for run_name, run in runs]
         if len(runs) == 1 and not isinstance(runs[0][1], AdmissError):
             return self.report_outcome(runs[0][1], name)
         many, self.many = self.many, True

@@ -288,7 +288,7 @@ def test_(
 @app.command("import")
 def import_(
     traces: List[Path] = typer.Argument(..., metavar="TRACE...", help="Trace files: .json (one trace, or a file of runs such as an Inspect log), .jsonl (one per line, or one session's "
-                                  "events, as Claude Code writes), .eval (an Inspect log)."),
+                                  "events, as Claude Code writes; OTLP export lines: one run per trace), .eval (an Inspect log)."),
     rubric: Path = typer.Option(..., "--rubric", "-r", metavar="FILE", help="The .rubric source or IR .json whose MAP block applies."),
     trace: Optional[str] = typer.Option(None, "--trace", metavar="FORMAT", help="The traces' format [default: detected]."),
 ) -> None:

@@ -90,9 +90,10 @@ def trace_units(paths: list[Path]) -> Iterator[TraceUnit | AdmissError]:
 
 
 def _is_event_log(path: Path) -> bool:
-    """Whether the .jsonl file at ``path`` is one run's event log, by its first non-blank line;
-    lines of OTLP export requests are one when the file holds log records (the Collector's
-    file exporter writes a run's spans and their log events on lines of their own)."""
+    """Whether the .jsonl file at ``path`` is read whole, by its first non-blank line: one
+    run's event log, or lines of OTLP export requests (the Collector's file exporter writes a
+    trace's spans and log events on several lines, and the traces of many runs interleaved:
+    they are grouped by traceId)."""
     from admiss.traces.otel_genai import is_line
     from admiss.traces.read import is_event_log
 
@@ -103,8 +104,7 @@ def _is_event_log(path: Path) -> bool:
                     first = parse_bundle_text(line_text(line, str(path), 1), str(path))
                 except AdmissError:
                     return False
-                return is_event_log(first) or is_line(first) and (
-                    b'"resourceLogs"' in line or any(b'"resourceLogs"' in rest for rest in lines))
+                return is_event_log(first) or is_line(first)
     return False
 
 

@@ -179,9 +179,10 @@ def _object_error(result: dict) -> str | None:
     if error not in (None, False, "", {}, []):
         return short(error if isinstance(error, str) else json.dumps(error, ensure_ascii=False))
     status = result.get("status")
-    if isinstance(status, str) and status.lower() == "error":
+    key = "status" if isinstance(status, str) and status.lower() == "error" else _status_key(result)
+    if key is not None:
         reason = result.get("error_message") or result.get("message")
-        return short(reason) if isinstance(reason, str) else "status: error"
+        return short(reason) if isinstance(reason, str) else f"{key}: error"
     if result.get("isError") is True or result.get("is_error") is True:
         return short(_content_text(result.get("content")) or "isError: true")
     if result.get("response_type") == _ADK_RETRY_ANSWER:
@@ -190,6 +191,14 @@ def _object_error(result: dict) -> str | None:
     if len(result) == 1 and isinstance(result.get("result"), str):
         return error_in(result["result"])
     return None
+
+
+def _status_key(result: dict) -> str | None:
+    """A key of ``result`` ending in ``_status`` or ``Status`` whose value is "error" in any
+    case: a tool's own status field (``"response_status": "Error"``, the C# agent's tool in
+    Langfuse's test traces) says so as plainly as ``status`` does."""
+    return next((key for key, value in result.items() if type(value) is str and type(key) is str
+                 and key.endswith(("_status", "Status")) and value.lower() == "error"), None)
 
 
 def _content_text(content: Any) -> str:
@@ -393,18 +402,21 @@ _DECODER = json.JSONDecoder()
 _BLANKS = " \t\r\n"
 
 
-def located(error: TraceError, text: str, line_offset: int = 0) -> TraceError:
+def located(error: TraceError, text: str, line_offset: int = 0, file: str | None = None, within: str = ""
+            ) -> TraceError:
     """``error`` with each reader diagnostic (``path: message``, as ``fail`` words them)
     given the line and column where its JSON path stands in ``text``, the trace's raw JSON
-    (a line of a file when ``line_offset``); the source is kept to quote the line."""
+    (a line of a file when ``line_offset``), its paths starting at the path ``within``; the
+    source is kept to quote the line. Located diagnostics take the name ``file``, if given."""
     diagnostics = []
     for diagnostic in error.diagnostics:
         path = diagnostic.message.split(": ", 1)[0]
-        offset = json_offset(text, path) if diagnostic.code in _LOCATED else None
+        offset = json_offset(text, f"{within}.{path}" if within else path) if diagnostic.code in _LOCATED else None
         if offset is not None:
             line = text.count("\n", 0, offset) + 1
             column = offset - (text.rfind("\n", 0, offset) + 1) + 1
-            diagnostic = attrs.evolve(diagnostic, span=Span.point(line + line_offset, column))
+            diagnostic = attrs.evolve(diagnostic, span=Span.point(line + line_offset, column),
+                                      file=file or diagnostic.file)
         diagnostics.append(diagnostic)
     return TraceError(diagnostics, Source(diagnostic.file or "<input>", "\n" * line_offset + text))
 
@@ -465,10 +477,16 @@ def _item(text: str, position: int, index: int) -> int | None:
     return None if text[position] == "]" else position
 
 
-def located_at(error: TraceError, text: str, where: "int | list[int]") -> TraceError:
+def located_at(error: TraceError, text: str, where: "int | list[int]", file: str | None = None,
+               run: str = "") -> TraceError:
     """``error`` located in ``text``: by the line its text starts after (``located``), or by
-    the line each value of an event log starts at (``located_in_lines``)."""
-    return located_in_lines(error, text, where) if isinstance(where, list) else located(error, text, where)
+    the line each value of an event log starts at (``located_in_lines``). ``file``: the name
+    located diagnostics take (a .jsonl line's file, where its run is named file:N); ``run``:
+    the run's name, whose ``#[i]`` parts (an item of a JSON array of runs) say where in the
+    text the paths of its diagnostics start."""
+    if isinstance(where, list):
+        return located_in_lines(error, text, where)
+    return located(error, text, where, file, "".join(re.findall(r"#(\[\d+\])", run)))
 
 
 def located_in_lines(error: TraceError, text: str, starts: list[int]) -> TraceError:

@@ -24,6 +24,7 @@ string is read as the string it holds.
 
 from __future__ import annotations
 
+from itertools import repeat
 from typing import Any
 
 from admiss.traces.build import Steps, error_in, fail, field, short, text_error, type_word, typed
@@ -77,7 +78,9 @@ def read(value: Any, name: str) -> Trace:
                  hint="a trace list gives observation ids only: export the trace itself (GET /api/public/traces/{id})")
         started = observation.get("startTime")
         order.append((started if type(started) is str else "", i, at, observation))
-    order.sort(key=lambda item: item[:2])  # ISO times of one clock sort as text; ties in file order
+    # ISO times of one clock sort as text; ties in file order. No key: the index differs in
+    # every pair, so the tuples' own comparison never reaches the observation.
+    order.sort()
     steps = _TraceSteps(NAME, name)
     seen: set[tuple[str, str]] = set()
     for _, i, at, observation in order:
@@ -118,8 +121,10 @@ def _failure(observation: dict) -> str:
 def text_of(value: Any) -> Any:
     """A field's value with the layers of JSON string text around it read off (the UI's
     download writes a stored text as its JSON text again); any other value as it is."""
+    if type(value) is not str or _head(value) != '"':
+        return value  # most values: no layer to read off
     for _ in range(_LAYERS):
-        if type(value) is not str or value.lstrip()[:1] != '"':
+        if type(value) is not str or _head(value) != '"':
             return value
         try:
             inner = loads_json(value)
@@ -131,10 +136,17 @@ def text_of(value: Any) -> Any:
     return value
 
 
+def _head(text: str) -> str:
+    """The first character of ``text`` past its blanks ("" when there is none)."""
+    head = text[:1]
+    # Most texts start with no blank: no stripped copy is made for them.
+    return text.lstrip()[:1] if head.isspace() else head
+
+
 def _json(value: Any) -> Any:
     """A field's value, its JSON text read as the object or array it holds."""
     value = text_of(value)
-    if type(value) is str and value.lstrip()[:1] in ("{", "["):
+    if type(value) is str and _head(value) in ("{", "["):
         try:
             return loads_json(value)
         except (ValueError, RecursionError):  # text that only starts like JSON
@@ -247,6 +259,16 @@ def _texts(value: Any, plain: str, nested: str | None) -> tuple[list[tuple[str |
     if value is None:
         return found, asks
     value = _json(value)
+    # The most common shapes, Chat Completions messages and lists of them, are read as the
+    # walk below reads them, with no walk: it was two fifths of the time of reading a trace.
+    if type(value) is dict:
+        message = _chat_message(value)
+        if message is not None:
+            return message
+    elif type(value) is list:
+        messages = [_chat_message(item) for item in value]
+        if None not in messages:
+            return [said for texts, _ in messages for said in texts], any([asks for _, asks in messages])
     stack: list[tuple[Any, str | None]] = [(value, plain if type(value) is str else nested)]
     while stack:
         item, role = stack.pop()
@@ -275,16 +297,34 @@ def _texts(value: Any, plain: str, nested: str | None) -> tuple[list[tuple[str |
                 if content.strip():  # a plain message: its one text, with no walk
                     found.append((role, content))
                 continue
-            # In the source's order: a message's keys, most often two or three, are fewer than _NESTED.
-            children = [(child, role) for key, child in item.items() if key in _NESTED and (
-                type(child) is list or type(child) is dict or key == "content" and type(child) is str and not has_text)]
-            children.reverse()
-            stack += children
+            # In the source's order (pushed last to first): a message's keys, most often two or
+            # three, are fewer than _NESTED. Loops, not comprehensions: a comprehension's own
+            # frame was a third of the walk of a one-message input.
+            for key, child in reversed(item.items()):
+                if key in _NESTED and (type(child) is list or type(child) is dict
+                                       or key == "content" and type(child) is str and not has_text):
+                    stack.append((child, role))
         elif type(item) is list:
-            stack += [(part, role) for part in reversed(item)]
+            stack.extend(zip(reversed(item), repeat(role)))
         elif type(item) is str and item.strip():
             found.append((role, item))
     return found, asks
+
+
+# The keys of a Chat Completions message that _chat_message reads as the walk would.
+_CHAT_KEYS = frozenset(("role", "content", "tool_calls"))
+
+
+def _chat_message(item: Any) -> tuple[list[tuple[str | None, str]], bool] | None:
+    """``_texts`` of a Chat Completions message (a text role, a text or null ``content``,
+    perhaps ``tool_calls``, nothing else), read with no walk; None for any other value."""
+    if type(item) is not dict or not _CHAT_KEYS.issuperset(item):
+        return None
+    role, content = item.get("role"), item.get("content")
+    if type(role) is not str or content is not None and type(content) is not str:
+        return None
+    return ([(role, content)] if content is not None and role != "tool" and content.strip() else []), \
+        bool(item.get("tool_calls"))
 
 
 def _trace(steps: _TraceSteps) -> Trace:

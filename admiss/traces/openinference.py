@@ -27,10 +27,10 @@ without an error flag.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from admiss.traces.build import Steps, fail, short, text_error, typed
-from admiss.traces.otel_genai import _attributes, _span_error, _spans_in_order
+from admiss.traces.otel_genai import _attributes, _exports, _in_order, _span_error, is_export_list, one_trace, trace_runs, traces_of
 from admiss.traces.steps import ASSISTANT_TEXT, SYSTEM, USER, Step, StepRef, Trace
 
 NAME = "openinference"
@@ -39,15 +39,18 @@ _ROLES = {"system": SYSTEM, "user": USER}
 
 
 def mismatch(value: Any) -> tuple[str, str] | None:
-    """Where and why ``value`` is not an OTLP export of OpenInference spans, or None."""
-    if not isinstance(value, dict) or not isinstance(value.get("resourceSpans"), list):
+    """Where and why ``value`` is not an OTLP export of OpenInference spans (an object, or an
+    array of export requests), or None."""
+    exports = value if is_export_list(value) else [value]
+    if not all(isinstance(export, dict) and isinstance(export.get("resourceSpans"), list) for export in exports):
         return "$", "no \"resourceSpans\" array (an OTLP JSON trace export)"
-    for resource in value["resourceSpans"]:
-        for scope in _listed(resource, "scopeSpans"):
-            for span in _listed(scope, "spans"):
-                for pair in _listed(span, "attributes"):
-                    if isinstance(pair, dict) and pair.get("key") == KIND:
-                        return None
+    for export in exports:
+        for resource in export["resourceSpans"]:
+            for scope in _listed(resource, "scopeSpans"):
+                for span in _listed(scope, "spans"):
+                    for pair in _listed(span, "attributes"):
+                        if isinstance(pair, dict) and pair.get("key") == KIND:
+                            return None
     return "resourceSpans", f"no span has an {KIND} attribute"
 
 
@@ -59,13 +62,26 @@ def _listed(holder: Any, key: str) -> list:
 
 
 def read(value: Any, name: str) -> Trace:
-    """The Trace of an OTLP export of OpenInference spans; TraceError where it breaks."""
+    """The Trace of an OTLP export of OpenInference spans of one trace; TraceError where it
+    breaks, B026 when it holds several traces."""
     miss = mismatch(value)
     if miss is not None:  # spans of another convention would read as an empty run
         fail(name, miss[0], miss[1], hint="OpenInference spans carry openinference.span.kind (LLM, TOOL, ...)")
+    [(_, spans, _)] = one_trace(traces_of(_exports(value, name), name, logs=False), name)
+    return _read_spans(spans, [], name)
+
+
+def runs(value: Any) -> list[tuple[str, Callable[[str], Trace]]] | None:
+    """Each trace of ``value`` (``traceId=ID``; ``""`` for a file of one trace) and what reads
+    it given its name; None when ``value`` breaks the format (``read`` says where)."""
+    return None if mismatch(value) is not None else trace_runs(value, _read_spans, lambda exports: traces_of(exports, NAME, logs=False))
+
+
+def _read_spans(spans: list, _records: list, name: str) -> Trace:
+    """The Trace of one trace's spans (each with its path)."""
     steps = Steps(NAME, name)
     model = None
-    for span, where in _spans_in_order(value, name):
+    for span, where in _in_order(spans, name):
         attributes = _attributes(span.get("attributes", []), name, f"{where}.attributes")
         span_id = span.get("spanId") if type(span.get("spanId")) is str else None
         trace_id = span.get("traceId") if type(span.get("traceId")) is str else None

@@ -40,18 +40,26 @@ writes them) is read with the span its ``traceId`` and ``spanId`` name, in file 
 A log event names its event by ``eventName`` (or an ``event.name`` attribute); others are
 skipped. A GenAI event tied to no span in the file is refused (B032); a file whose GenAI
 events carry no content, and whose spans none, is refused as one with no content (B031).
+
+A file of several traces (a Collector's file, a service's dump: spans of many traces,
+interleaved) holds one run per ``traceId`` (``runs``), in order of each trace's first span;
+a log record goes with its trace. Records naming a trace no span has are a run of their own
+when one of them is a GenAI event (refused, B032: its content has no span to stand in);
+other such records (an application's own logs) are skipped in the first run. ``read`` of a
+file of several traces is refused (B026): one trace is one run.
 """
 
 from __future__ import annotations
 
 import json
 from collections import deque
-from typing import Any
+from functools import partial
+from typing import Any, Callable
 
 from admiss.bundle import repeated_key
-from admiss.errors import DOCS_URL
+from admiss.errors import DOCS_URL, TraceError
 from admiss.traces.build import DANGLING, Steps, error_in, fail, field, int_text, short, text_error, type_word, typed
-from admiss.traces.steps import ASSISTANT_TEXT, ERROR, OK, REASONING, SYSTEM, USER, Step, StepRef, Trace
+from admiss.traces.steps import ASSISTANT_TEXT, ERROR, OK, REASONING, SYSTEM, TOOL_CALL, USER, Step, StepRef, Trace
 
 NAME = "otel_genai"
 CHAT_OPERATIONS = frozenset(("chat", "generate_content", "text_completion"))
@@ -74,11 +82,16 @@ def is_line(value: Any) -> bool:
     return type(value) is dict and ("resourceSpans" in value or "resourceLogs" in value)
 
 
+def is_export_list(value: Any) -> bool:
+    """Whether ``value`` is an array of OTLP export requests (a Collector file's lines): one
+    file, whose spans and log records are grouped by trace, not a run per item."""
+    return type(value) is list and bool(value) and all(is_line(item) for item in value)
+
+
 def mismatch(value: Any) -> tuple[str, str] | None:
     """Where and why ``value`` is not an OTLP JSON export of spans (and their log events), or
-    None when it is one: an object, or an array of export requests with log records among them."""
-    if type(value) is list and value and all(is_line(item) for item in value) \
-            and any("resourceLogs" in item for item in value):
+    None when it is one: an object, or an array of export requests."""
+    if is_export_list(value):
         return None
     if not isinstance(value, dict) or ("resourceSpans" not in value and "resourceLogs" not in value):
         return "$", "no \"resourceSpans\" array (an OTLP JSON trace export)"
@@ -88,20 +101,134 @@ def mismatch(value: Any) -> tuple[str, str] | None:
     return None
 
 
+# The OTLP nestings of spans and of log records.
+SPANS, LOGS = ("resourceSpans", "scopeSpans", "spans"), ("resourceLogs", "scopeLogs", "logRecords")
+# B026: a file of several traces read as one trace (each trace is a run).
+MANY_TRACES = "B026"
+# A trace's spans and its log records, each as (object, path).
+Group = tuple["str | None", list, list]
+
+
 def read(value: Any, name: str) -> Trace:
-    """The Trace of OTLP JSON ``value``; TraceError at the first element that breaks the format."""
-    exports = _exports(value, name)
-    reading = _Reading(Steps(NAME, name), name, _log_records(exports, name))
-    spans = _spans_of(exports, name)
-    for span, where in spans:
+    """The Trace of OTLP JSON ``value`` holding one trace; TraceError at the first element that
+    breaks the format, or B026 when it holds several traces."""
+    [(_, spans, records)] = one_trace(conversations(traces_of(_exports(value, name), name)), name)
+    return _read_trace(spans, records, name)
+
+
+def runs(value: Any) -> list[tuple[str, Callable[[str], Trace]]] | None:
+    """Each trace of ``value``: ``traceId=ID`` and what reads it given its name (``""`` for a
+    file of one trace); None when ``value`` breaks the format (``read`` says where)."""
+    return trace_runs(value, _read_trace, lambda exports: conversations(traces_of(exports, NAME)))
+
+
+def trace_runs(value: Any, read_group: Callable[[list, list, str], Trace],
+               grouped: Callable[[list], list[Group]]) -> list[tuple[str, Callable[[str], Trace]]] | None:
+    """The runs of an OTLP value, ``grouped(exports)``, each read by ``read_group(spans, records, name)``."""
+    try:
+        groups = grouped(_exports(value, NAME))
+    except TraceError:
+        return None
+    if len(groups) == 1:
+        return [("", partial(read_group, groups[0][1], groups[0][2]))]
+    return [(f"traceId={trace_id or '(none)'}", partial(read_group, spans, records)) for trace_id, spans, records in groups]
+
+
+def one_trace(groups: list[Group], name: str) -> list[Group]:
+    """``groups`` when they are one trace; else TraceError B026 at the first element of the second."""
+    if len(groups) > 1:
+        second = (groups[1][1] or groups[1][2])[0][1]
+        ids = ", ".join(short(str(trace_id)) for trace_id, _, _ in groups[:3]) + (", ..." if len(groups) > 3 else "")
+        fail(name, second, f"a file of {len(groups)} traces (traceId {ids}): one trace is one run, and this "
+             "element starts the second", MANY_TRACES,
+             hint="read each trace as a run of its own: admiss check and admiss import do; in Python, "
+                  "rubric.check_runs or admiss.traces.read.read_traces")
+    return groups
+
+
+def traces_of(exports: list[tuple[dict, str]], name: str, logs: bool = True) -> list[Group]:
+    """The traces of ``exports``, each its traceId, spans and log records, in order of its
+    first span's start (ties in file order); one group when there are no spans. Records of a
+    trace with no spans are a group of their own when one is a GenAI event; other such
+    records go with the first trace (where they are skipped)."""
+    records = _items(exports, name, *LOGS) if logs else []
+    by_trace: dict[str | None, tuple[list, list]] = {}
+    for span, where in _items(exports, name, *SPANS):
+        trace_id = span.get("traceId")
+        key = trace_id if type(trace_id) is str and trace_id else None
+        group = by_trace.get(key)
+        if group is None:  # not setdefault: its default pair would be made for every span
+            group = by_trace[key] = ([], [])
+        group[0].append((span, where))
+    if not by_trace:
+        return [(None, [], records)]
+    stray: dict[str | None, list] = {}
+    for record, where in records:
+        trace_id = _id(record, "traceId", name, where)
+        (by_trace[trace_id][1] if trace_id in by_trace else stray.setdefault(trace_id, [])).append((record, where))
+    groups = [(trace_id, spans, held) for trace_id, (spans, held) in by_trace.items()]
+    if len(groups) > 1:  # one trace (most files) needs no start times here: its spans are sorted once, to read
+        groups.sort(key=lambda group: min(_start(span, name, where) for span, where in group[1]))
+    for trace_id, held in stray.items():
+        if any(_event_name(record, name, where)[0].startswith("gen_ai.") for record, where in held):
+            groups.append((trace_id, [], held))
+        else:
+            groups[0][2].extend(held)
+    return groups
+
+
+def conversations(groups: list[Group]) -> list[Group]:
+    """``groups`` (traces), a trace joined to an earlier trace's run when its requests name a
+    call that trace asked for (in their history or their results) and it did not: an app with
+    no span around its agent loop writes each model call as a trace of its own, each request
+    carrying the conversation so far. A joined run's traceId is its traces' ids joined by "+".
+    When a trace cannot be read, the file is one run, so its error is the file's."""
+    if len(groups) == 1:
+        return groups
+    run_of: list[int] = []  # each group's run, a union-find over group indices
+    asked: dict[str, int] = {}  # each call id to the latest group whose trace asked for it
+
+    def root(i: int) -> int:
+        while run_of[i] != i:
+            run_of[i] = i = run_of[run_of[i]]
+        return i
+
+    for i, (_, spans, records) in enumerate(groups):
+        run_of.append(i)
+        if not spans:
+            continue  # log records of no span: a run refused (B032), which asks for no call
+        named: set[str] = set()
+        try:
+            own = {step.ref.tool_call_id for step in _read_trace(spans, records, NAME, named).steps
+                   if step.type == TOOL_CALL and step.ref.tool_call_id is not None}
+        except TraceError:
+            return [(groups[0][0], [span for group in groups for span in group[1]],
+                     [record for group in groups for record in group[2]])]
+        for call_id in named - own:
+            if call_id in asked:
+                run_of[root(asked[call_id])] = root(i)
+        asked.update(dict.fromkeys(own, i))
+    runs: dict[int, list[Group]] = {}
+    for i, group in enumerate(groups):
+        runs.setdefault(root(i), []).append(group)
+    return [joined[0] if len(joined) == 1 else
+            ("+".join(str(trace_id) for trace_id, _, _ in joined), [span for _, spans, _ in joined for span in spans],
+             [record for _, _, records in joined for record in records]) for joined in runs.values()]
+
+
+def _read_trace(spans: list, records: list, name: str, elsewhere: set[str] | None = None) -> Trace:
+    """The Trace of one trace's spans and log records (``elsewhere``: see ``_Reading``)."""
+    reading = _Reading(Steps(NAME, name), name, _by_span(records, name), elsewhere)
+    ordered = _in_order(spans, name)
+    for span, where in ordered:
         reading.span(span, where)
     reading.orphans()
     trace = reading.steps.trace(reading.model)
     if reading.logged and not reading.logged_content and not reading.span_content:
-        fail(name, _where_logs(exports), f"{reading.logged} GenAI log events, none with content: content capture "
+        fail(name, _where_logs(records), f"{reading.logged} GenAI log events, none with content: content capture "
              "was off where the trace was written", NO_CONTENT, hint=_CAPTURE_HINT)
-    if not trace.steps and (reading.contentless or spans and not reading.operations):
-        fail(name, "resourceSpans", _no_content(len(spans), reading), NO_CONTENT, hint=_CAPTURE_HINT)
+    if not trace.steps and (reading.contentless or ordered and not reading.operations):
+        fail(name, "resourceSpans", _no_content(len(ordered), reading), NO_CONTENT, hint=_CAPTURE_HINT)
     return trace
 
 
@@ -115,8 +242,10 @@ def _exports(value: Any, name: str) -> list[tuple[dict, str]]:
     return [(value, "")]
 
 
-def _where_logs(exports: list[tuple[dict, str]]) -> str:
-    return next(f"{prefix}resourceLogs" for export, prefix in exports if "resourceLogs" in export)
+def _where_logs(records: list) -> str:
+    """The path of the ``resourceLogs`` that holds the first of ``records``."""
+    where = records[0][1]
+    return where[:where.index("resourceLogs") + len("resourceLogs")]
 
 
 # B031: spans that hold no agent content a reader can read.
@@ -139,23 +268,17 @@ def _no_content(spans: int, reading: "_Reading") -> str:
     return f"{spans} spans, none with a gen_ai.operation.name (attributes found: {found}): no GenAI content"
 
 
-def _spans_in_order(value: dict, name: str) -> list[tuple[dict, str]]:
-    return _spans_of([(value, "")], name)
-
-
-def _spans_of(exports: list[tuple[dict, str]], name: str) -> list[tuple[dict, str]]:
-    """Every span of ``exports`` with its path, by start time (ties in file order)."""
-    found = [(_start(span, name, where), i, span, where)
-             for i, (span, where) in enumerate(_items(exports, name, "resourceSpans", "scopeSpans", "spans"))]
+def _in_order(spans: list, name: str) -> list[tuple[dict, str]]:
+    """``spans`` (each with its path) by start time (ties in file order)."""
+    found = [(_start(span, name, where), i, span, where) for i, (span, where) in enumerate(spans)]
     found.sort(key=lambda entry: entry[:2])
     return [(span, where) for _, _, span, where in found]
 
 
-def _log_records(exports: list[tuple[dict, str]], name: str) -> dict[tuple[str | None, str | None], list]:
-    """The log records of ``exports`` by the (traceId, spanId) they name, each as
-    ``(record, path)``, in file order."""
+def _by_span(records: list, name: str) -> dict[tuple[str | None, str | None], list]:
+    """Log ``records`` (each with its path) by the (traceId, spanId) they name, in file order."""
     found: dict[tuple[str | None, str | None], list] = {}
-    for record, where in _items(exports, name, "resourceLogs", "scopeLogs", "logRecords"):
+    for record, where in records:
         key = (_id(record, "traceId", name, where), _id(record, "spanId", name, where))
         found.setdefault(key, []).append((record, where))
     return found
@@ -180,6 +303,17 @@ def _items(exports: list[tuple[dict, str]], name: str, resources: str, scopes: s
 def _id(holder: dict, key: str, name: str, where: str) -> str | None:
     value = holder.get(key)
     return None if value is None or value == "" else typed(value, str, name, f"{where}.{key}")
+
+
+def _event_name(record: dict, name: str, where: str) -> tuple[str, dict]:
+    """A log record's event name ("" when it has none) and its attributes."""
+    attributes = _attributes(record.get("attributes", []), name, f"{where}.attributes")
+    named, attribute = record.get("eventName"), attributes.get("event.name")
+    if named not in (None, "") and attribute is not None and named != attribute:
+        fail(name, f"{where}.eventName", "differs from the record's event.name attribute: which event "
+             "it is is ambiguous", hint="an exporter writes one of them; keep one")
+    event = named if named not in (None, "") else attribute
+    return (typed(event, str, name, f"{where}.eventName") if event is not None else ""), attributes
 
 
 def _start(span: dict, name: str, where: str) -> int:
@@ -231,8 +365,12 @@ class _Reading:
     """The state of one pass over the spans: the steps, the last system instructions read,
     the model of the last chat span, the log records not yet joined to their span."""
 
-    def __init__(self, steps: Steps, name: str, logs: dict[tuple[str | None, str | None], list]):
+    def __init__(self, steps: Steps, name: str, logs: dict[tuple[str | None, str | None], list],
+                 elsewhere: set[str] | None = None):
         self.steps, self.name = steps, name
+        # While seeing which traces are one conversation: the call ids that its requests'
+        # history and results name (a result for no call of the trace is noted, not refused).
+        self.elsewhere = elsewhere
         self.system: str | None = None
         self.model: str | None = None
         self.contentless = 0  # model-call spans with no content captured
@@ -304,7 +442,7 @@ class _Reading:
         would be lost), any other record skipped."""
         for (trace_id, span_id), records in self.logs.items():
             for record, where in records:
-                event = self.event_name(record, where)[0]
+                event = _event_name(record, self.name, where)[0]
                 if event.startswith("gen_ai."):
                     fail(self.name, where, f"a {short(event)} log event tied to no span in the file "
                          f"(traceId {short(str(trace_id))}, spanId {short(str(span_id))})", NO_SPAN,
@@ -313,21 +451,11 @@ class _Reading:
                 self.steps.skip(StepRef(NAME, where, span_id=span_id, trace_id=trace_id),
                                 "log record of no span in the file")
 
-    def event_name(self, record: dict, where: str) -> tuple[str, dict]:
-        """A log record's event name ("" when it has none) and its attributes."""
-        attributes = _attributes(record.get("attributes", []), self.name, f"{where}.attributes")
-        named, attribute = record.get("eventName"), attributes.get("event.name")
-        if named not in (None, "") and attribute is not None and named != attribute:
-            fail(self.name, f"{where}.eventName", "differs from the record's event.name attribute: which event "
-                 "it is is ambiguous", hint="an exporter writes one of them; keep one")
-        event = named if named not in (None, "") else attribute
-        return (typed(event, str, self.name, f"{where}.eventName") if event is not None else ""), attributes
-
     def events(self, records: list, attributes: dict, span: StepRef) -> None:
         """The content of a model call's log events (``attributes``: the span's)."""
         inputs, choices = [], []
         for record, where in records:
-            event, record_attributes = self.event_name(record, where)
+            event, record_attributes = _event_name(record, self.name, where)
             ref = StepRef(NAME, where, span_id=span.span_id, trace_id=span.trace_id)
             if event == DETAILS:
                 self.logged += 1
@@ -372,6 +500,9 @@ class _Reading:
     def event_inputs(self, inputs: list, span: StepRef) -> None:
         """The message events of a model call's request: those after the last assistant one are new."""
         start = max((i + 1 for i, (role, _, _) in enumerate(inputs) if role == "assistant"), default=0)
+        if self.elsewhere is not None:
+            self.mention(call for _, body, _ in inputs[:start] if body is not None
+                         for call in (body.get("tool_calls") if isinstance(body.get("tool_calls"), list) else [body]))
         for i, (role, body, where) in enumerate(inputs):
             self.logged_content += body is not None and "content" in body
             ref = StepRef(NAME, where, i, span_id=span.span_id, trace_id=span.trace_id)
@@ -407,8 +538,7 @@ class _Reading:
         elif self.steps.has_call(call_id):
             self.steps.skip(ref, "a result an earlier event already gave")
         else:
-            fail(self.name, f"{where}.body.id", f"a tool result for no tool call before it (id '{short(call_id)}')",
-                 DANGLING, hint="a result must come after the tool call it answers, naming the call's id")
+            self.dangling(call_id, f"{where}.body.id", ref)
 
     def choice(self, body: dict | None, where: str, span: StepRef) -> None:
         """A ``gen_ai.choice`` event: the model's reply, its text and tool calls."""
@@ -515,6 +645,9 @@ class _Reading:
         for i, message in enumerate(messages):
             if isinstance(message, dict) and message.get("role") == "assistant":
                 start = i + 1
+        if self.elsewhere is not None:
+            self.mention(part for message in messages[:start] if isinstance(message, dict)
+                         and isinstance(message.get("parts"), list) for part in message["parts"])
         for i in range(start, len(messages)):
             at = f"{where}[{i}]"
             message = typed(messages[i], dict, self.name, at)
@@ -559,8 +692,21 @@ class _Reading:
             elif self.steps.has_call(call_id):
                 self.steps.skip(ref, self.again(call_id, part.get("response", part.get("result"))))
             else:
-                fail(self.name, f"{at}.id", f"a tool result for no tool call before it (id '{call_id}')", DANGLING,
-                     hint="a result must come after the tool call it answers, naming the call's id")
+                self.dangling(call_id, f"{at}.id", ref)
+
+    def mention(self, items: Any) -> None:
+        """Note the call ids of a request's history (its earlier calls and results: objects
+        with an ``id``), while seeing which traces are one conversation."""
+        self.elsewhere.update(item["id"] for item in items if isinstance(item, dict) and type(item.get("id")) is str)
+
+    def dangling(self, call_id: str, where: str, ref: StepRef) -> None:
+        """A result naming ``call_id``, which no call before it in the trace has: B022, or,
+        while seeing which traces are one conversation, noted as a call another trace asked for."""
+        if self.elsewhere is None:
+            fail(self.name, where, f"a tool result for no tool call before it (id '{short(call_id)}')", DANGLING,
+                 hint="a result must come after the tool call it answers, naming the call's id")
+        self.elsewhere.add(call_id)
+        self.steps.skip(ref, "a result for a call of another trace")
 
     def again(self, call_id: str, result: Any) -> str:
         """Why a response to the answered call ``call_id`` gives no step: its execute_tool span

@@ -45,7 +45,8 @@ def read_trace(value: Any, name: str = "<input>", format: str | None = None) -> 
 def read_traces(value: Any, name: str = "<input>", format: str | None = None) -> list[tuple[str, Trace | TraceError]]:
     """Every run ``value`` holds, in order, each with its name: the one trace of most
     values; one per item of a JSON array of runs (``name#[i]``); one per case of an ADK
-    eval set or eval result (``name#eval_cases[i]``); one per sample of an Inspect log. A
+    eval set or eval result (``name#eval_cases[i]``); one per sample of an Inspect log; one
+    per trace of an OTLP file of several (``name#traceId=ID``). A
     run that cannot be read has its TraceError in place of its Trace; the others are still
     read."""
     if is_run_list(value):
@@ -64,7 +65,8 @@ def read_traces(value: Any, name: str = "<input>", format: str | None = None) ->
     found = runs(value) if runs is not None else None
     if found is None:
         return [(name, _or_error(module.read, value, name))]
-    return [(f"{name}#{path}", _or_error(lambda _, run_name, read=read: read(run_name), None, f"{name}#{path}"))
+    return [(f"{name}#{path}" if path else name,
+             _or_error(lambda _, run_name, read=read: read(run_name), None, f"{name}#{path}" if path else name))
             for path, read in found]
 
 
@@ -73,10 +75,10 @@ def is_run_list(value: Any) -> bool:
     not one run's array of messages or items."""
     # A LangSmith run has "events" too (its timing events), but a flat array of them is one
     # trace: the runs of one agent's execution, tied by their parent ids. OTLP export requests
-    # with log records among them are one too: the log events belong with their spans.
-    return type(value) is list and bool(value) and all(
-        type(item) is dict and not RUN_FIELDS.isdisjoint(item) and "run_type" not in item
-        and "resourceLogs" not in item for item in value)
+    # are one file too: a trace's spans and log events can stand in several, and one can hold
+    # several traces, so they are grouped by traceId (otel_genai.runs).
+    return type(value) is list and bool(value) and not otel_genai.is_export_list(value) and all(
+        type(item) is dict and not RUN_FIELDS.isdisjoint(item) and "run_type" not in item for item in value)
 
 
 def _or_error(read: Callable[[Any, str], Trace], value: Any, name: str) -> Trace | TraceError:

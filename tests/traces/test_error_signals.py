@@ -40,6 +40,9 @@ def chat_outcome(content: str) -> tuple[str, str | None]:
     (json.dumps({"content": [], "is_error": True}), "isError: true"),
     # ADK: a status in any case, the retry plugin's answer, a plain return value wrapped as "result".
     (json.dumps({"status": "ERROR", "error_message": "no such city"}), "no such city"),
+    # A tool's own status field (the C# agent's report tool in Langfuse's test traces).
+    (json.dumps({"response_status": "Error", "message": "ERROR: No data found"}), "ERROR: No data found"),
+    (json.dumps({"requestStatus": "error"}), "requestStatus: error"),
     (json.dumps({"response_type": "ERROR_HANDLED_BY_REFLECT_AND_RETRY_PLUGIN", "error_type": "ValueError",
                  "error_details": "bad city"}), "bad city"),
     (json.dumps({"result": "Error: bad city"}), "Error: bad city"),

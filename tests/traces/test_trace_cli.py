@@ -94,6 +94,29 @@ def test_import_of_a_bad_trace_is_a_located_error(admiss_cli, tmp_path):
     assert ran.code == 2 and "B022" in ran.err and "messages[0]" in ran.err
 
 
+@pytest.mark.parametrize("layout", ["json", "jsonl", "runs"])
+def test_check_locates_a_trace_error_with_line_column_and_caret(admiss_cli, tmp_path, layout):
+    # The same located error, file:line:col with the line quoted and a caret, as a bundle's.
+    run = '{"messages": [\n  {"role": "user", "content": "hi"},\n  {"role": "tool", "tool_call_id": "nope", "content": "x"}\n]}'
+    one_line = json.dumps(json.loads(run))
+    text, name = {"json": (run, "t.json"), "jsonl": ('{"messages": []}\n' + one_line + "\n", "t.jsonl"),
+                  "runs": ("[" + one_line + "]", "t.json")}[layout]
+    path = tmp_path / name
+    path.write_text(text)
+    ran = admiss_cli("check", "--rubric", RUBRIC, path)
+    _no_traceback(ran)
+    line = 3 if layout == "json" else 2 if layout == "jsonl" else 1
+    source = text.split("\n")[line - 1]
+    column = source.index('"nope"') + 1  # where the dangling id stands in the file
+    header = f"{path}{'#[0]' if layout == 'runs' else ''}:{line}:{column}: B022 "
+    assert ran.code == 2 and header in ran.err, ran.err
+    lines = ran.err.splitlines()
+    at = next(i for i, text_line in enumerate(lines) if text_line.startswith(header))
+    quoted, caret = lines[at + 1], lines[at + 2]
+    indent = len(quoted) - len(quoted.lstrip(" ")) - (len(source) - len(source.lstrip(" ")))
+    assert quoted[indent:] == source and caret.index("^") - indent == column - 1
+
+
 def test_import_of_a_jsonl_prints_one_line_per_trace_and_goes_on_after_a_bad_one(admiss_cli, tmp_path):
     lines = [json.dumps(json.loads(PASSING.read_text())), '{"messages": 3}',
              json.dumps(json.loads(AFTER_ERROR.read_text()))]

@@ -205,13 +205,14 @@ def test_a_body_that_repeats_a_key_is_refused():
     assert diagnostic.code == "B021" and "attribute 'content' given twice" in diagnostic.message
 
 
-def test_a_spans_only_jsonl_is_still_one_run_per_line(tmp_path):
-    # Without log records an OTLP .jsonl is read line by line, as before.
+def test_a_spans_only_jsonl_is_read_whole(tmp_path):
+    # Spans of one trace can stand on several lines (an export per batch), and a line can hold
+    # spans of several traces: an OTLP .jsonl is read whole and grouped by traceId.
     from admiss.trace_import import is_whole_run_file
 
     lines = tmp_path / "spans.jsonl"
     lines.write_text((FIXTURES / "otel_openai_v2_default.json").read_text().replace("\n", "") + "\n")
-    assert not is_whole_run_file(lines)
+    assert is_whole_run_file(lines)
     assert is_whole_run_file(EVENTS)
 
 
@@ -242,8 +243,10 @@ def test_hostile_records_give_a_trace_or_a_located_error(fixture, index, place, 
         pairs[len(pairs) // 2]["value"] = hostile
     else:
         record[place] = hostile
-    [(name, run)] = read_traces(copy.deepcopy(value), "t.json", "otel_genai")
-    if isinstance(run, TraceError):
-        message = run.diagnostics[0].message
-        assert run.diagnostics[0].code in ("B021", "B022", "B023", "B025", "B031", "B032")
-        assert message.startswith(("resourceLogs", "resourceSpans")), message
+    # The file's three traces (one per model call) are one run while their requests carry one
+    # conversation; a hostile record can break that, and then each trace is a run.
+    for name, run in read_traces(copy.deepcopy(value), "t.json", "otel_genai"):
+        if isinstance(run, TraceError):
+            message = run.diagnostics[0].message
+            assert run.diagnostics[0].code in ("B021", "B022", "B023", "B025", "B031", "B032")
+            assert message.startswith(("resourceLogs", "resourceSpans")), message

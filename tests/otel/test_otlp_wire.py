@@ -68,7 +68,8 @@ def test_log_records_decode_as_the_sdks_do():
         records.append(otlp_wire.log_record(made_record.log_record.timestamp, otlp_wire.field(12, otel.EVENT.encode()),
                                             encoded, *(parent or (0, 0, 0))))
     wire = otlp_wire.export_request(otlp_wire.resource_message(RESOURCE.attributes),
-                                    otlp_wire.scope_message("admiss", __version__), records)
+                                    otlp_wire.scope_message("admiss", __version__),
+                                    b"".join(map(otlp_wire.in_scope, records)))
     assert ExportLogsServiceRequest.FromString(wire) == expected
     assert expected.resource_logs[0].scope_logs[0].log_records[1].span_id == SPAN_ID.to_bytes(8, "big")
 
@@ -78,10 +79,12 @@ class _Collected:
 
     def __init__(self):
         self.records: list[bytes] = []
+        self.count = 0
 
-    def put(self, kind: bytes, records: list[bytes]) -> None:
+    def put(self, kind: bytes, count: int, records: bytes) -> None:
         assert kind == b"T"
-        self.records += records
+        self.records.append(records)
+        self.count += count
 
 
 def _a_request(spans, traceparent: str | None) -> None:
@@ -110,7 +113,7 @@ def test_spans_decode_as_the_sdks_do():
         _a_request(otel._WireSpans(collected), traceparent)
         expected = ExportTraceServiceRequest.FromString(encode_spans(exporter.get_finished_spans()).SerializeToString())
         wire = otlp_wire.export_request(otlp_wire.resource_message(RESOURCE.attributes),
-                                        otlp_wire.scope_message("admiss", __version__), collected.records)
+                                        otlp_wire.scope_message("admiss", __version__), b"".join(collected.records))
         assert ExportTraceServiceRequest.FromString(wire) == expected
         spans = expected.resource_spans[0].scope_spans[0].spans
         assert len(spans) == 3 and len(spans[1].events) == 2
@@ -128,6 +131,6 @@ def test_a_trace_sampled_out_sends_no_span(monkeypatch):
 def test_a_value_out_of_otlps_range_is_left_out_as_the_sdk_leaves_it():
     attributes = {"admiss.ok": 1, "admiss.huge": 2 ** 70, "admiss.none": None}
     record = otlp_wire.log_record(1, otlp_wire.field(12, b"e"), otlp_wire.LOG_ATTRIBUTES.encode(attributes))
-    decoded = ExportLogsServiceRequest.FromString(otlp_wire.export_request(b"", b"", [record]))
+    decoded = ExportLogsServiceRequest.FromString(otlp_wire.export_request(b"", b"", otlp_wire.in_scope(record)))
     (got,) = decoded.resource_logs[0].scope_logs[0].log_records
     assert [kv.key for kv in got.attributes] == ["admiss.ok"]

@@ -923,3 +923,7 @@ _FRAME_HEAD = struct.Struct("<II").unpack_from
 
 if __name__ == "__main__":
     export_main(json.loads(sys.argv[1]))
+    # All is sent: admiss check waits for this process's end, and the interpreter's
+    # teardown of the SDK's and requests' modules cost some 40 ms of CPU more.
+    sys.stderr.flush()
+    os._exit(0)

@@ -27,9 +27,7 @@ import os
 import struct
 import sys
 import time
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
-
-import attrs
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, NamedTuple
 
 from admiss import __version__
 from admiss.integrations import otlp_wire
@@ -49,8 +47,7 @@ _SIGNAL_PATHS = {"traces": "/v1/traces", "logs": "/v1/logs"}
 _HEX = frozenset("0123456789abcdefABCDEF")
 
 
-@attrs.frozen
-class Plan:
+class Plan(NamedTuple):
     """Which signals go out and how: each exporter is "otlp", "console" or None (off)."""
 
     traces: str | None
@@ -386,8 +383,9 @@ def _incoming(traceparent: str | None, tracestate: str | None) -> Any:
     return TraceContextTextMapPropagator().extract({"traceparent": traceparent, "tracestate": tracestate or ""})
 
 
-@attrs.define
-class _OpenSpan:
+class _OpenSpan(NamedTuple):
+    """A span begun (its events are added until it ends)."""
+
     trace_id: int
     span_id: int
     parent_span_id: int
@@ -398,7 +396,7 @@ class _OpenSpan:
     kind: int
     start_ns: int
     attributes: dict[str, Any]
-    events: list[bytes] = attrs.Factory(list)
+    events: list[bytes]
 
 
 class _WireSpans:
@@ -432,11 +430,11 @@ class _WireSpans:
             if decision.trace_state is not None else ""
         return _OpenSpan(trace_id, self.id_generator.generate_span_id(), parent_id, remote,
                          decision.decision.is_sampled(), state, name, kind, start_ns,
-                         dict(decision.attributes or attributes))
+                         dict(decision.attributes or attributes), [])
 
     def child(self, parent: _OpenSpan, name: str, kind: int, start_ns: int, attributes: dict[str, Any]) -> _OpenSpan:
         return _OpenSpan(parent.trace_id, self.id_generator.generate_span_id(), parent.span_id, False, parent.sampled,
-                         parent.trace_state, name, kind, start_ns, attributes)
+                         parent.trace_state, name, kind, start_ns, attributes, [])
 
     def ids(self, span: _OpenSpan) -> tuple[int, int, int]:
         return span.trace_id, span.span_id, 1 if span.sampled else 0
@@ -643,6 +641,8 @@ def property_attributes(fields: tuple) -> dict[str, Any]:
 
 def gate_attributes(chain: Any, policies: Mapping[str, list[str]]) -> list[dict[str, Any]]:
     """The events of a checked chain's gate decisions, rung by rung."""
+    import attrs  # the checked chain's records are attrs classes
+
     records = [{"rung": r.rung, "model": r.model, "gates": [attrs.asdict(g, recurse=False) for g in r.gates]}
                for r in chain.rungs]
     by_rung = gate_attributes_by_rung({"name": chain.name, "rungs": records}, policies)
@@ -721,8 +721,7 @@ def rung_attributes(rung: Mapping[str, Any]) -> dict[str, Any]:
             "admiss.rung.cost_usd": float(rung["cost_usd"])}
 
 
-@attrs.frozen
-class _CallSpan:
+class _CallSpan(NamedTuple):
     name: str
     start_ns: int
     length_ns: int

@@ -502,12 +502,14 @@ class _Channel:
         endpoints = {signal: _endpoint(signal, plan, environ) or "" for signal in signals}
         command = [sys.executable, "-m", "admiss.integrations.otel", json.dumps(
             {"endpoints": endpoints, "resource": resource_attributes(plan, environ), "requests": requests})]
-        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, env=dict(environ))
+        # Its stdout: one line at its end, what it sent and what failed (export_main).
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=dict(environ))
         self.limit = _queue_size(environ)
         self.sizes = {_KINDS[signal]: _batch_size(signal, environ) for signal in SIGNALS}
         self.sizes[b"R"] = _WRITE_EVERY
         self.what = "requests' spans and events" if requests else "events and spans"
         self.block, self.dropped, self.closed, self.writing = block, 0, False, False
+        self.handed = 0  # records (or requests) written to the exporter process
         self.queue: collections.deque[tuple[bytes, int, bytes]] = collections.deque()  # (kind, records, joined)
         self.ready = threading.Condition()
         self.writer = threading.Thread(target=self._write, name="admiss-telemetry", daemon=True)
@@ -560,6 +562,7 @@ class _Channel:
                 try:
                     pipe.write(b"".join(self._frames(frames)))
                     pipe.flush()
+                    self.handed += sum(count for _, count, _ in frames)
                 except (BrokenPipeError, OSError):
                     with self.ready:
                         self._drop(sum(count for _, count, _ in frames))
@@ -602,10 +605,29 @@ class _Channel:
         except OSError:
             pass
         # The exporter sends what it holds on end of input (each export bounded by
-        # OTEL_EXPORTER_OTLP_TIMEOUT and its retries), then exits.
-        self.process.wait()
+        # OTEL_EXPORTER_OTLP_TIMEOUT and its retries), says what it sent, then exits.
+        said = self.process.stdout.read()
+        code = self.process.wait()
         if self.dropped:
             sys.stderr.write(f"admiss: telemetry: {self.dropped} {self.what} were dropped in all\n")
+        for line in _exporter_said(said, code, self.handed, self.what):
+            sys.stderr.write(f"admiss: telemetry: {line}\n")
+
+
+def _exporter_said(said: bytes, code: int, handed: int, what: str) -> list[str]:
+    """What to tell of the exporter process's end: nothing when it sent all it was handed."""
+    try:
+        summary = json.loads(said.splitlines()[-1])
+        sent, failed = int(summary["sent"]), int(summary["failed"])
+    except (IndexError, ValueError, KeyError, TypeError):
+        return [f"the exporter process ended before it was done ({_ended(code)}): of the {handed} {what} handed to "
+                "it, those it had not sent yet are lost"]
+    return [f"{failed} events and spans of {sent + failed} could not be exported (the exporter's reasons are "
+            "above)"] if failed else []
+
+
+def _ended(code: int) -> str:
+    return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
 
 
 _HEAD = struct.Struct("<II").pack  # a frame's record count and length, after its kind
@@ -856,6 +878,8 @@ class _Requests:
     def close(self) -> None:
         """Nothing to close: the batches close themselves."""
 
+    outcomes = (0, 0)  # the records made here are counted in their batches
+
 
 class _Batches:
     """One signal's records in the exporter process, sent in an export request when
@@ -872,6 +896,7 @@ class _Batches:
         self.frames: list[bytes] = []
         self.held = 0
         self.due: float | None = None
+        self.outcomes = [0, 0]  # records whose export failed, and sent
 
     def add(self, count: int, frame: bytes) -> None:
         """One frame's records (the writer made it at most a batch)."""
@@ -886,7 +911,8 @@ class _Batches:
 
     def send(self) -> None:
         if self.frames:
-            self.send_bytes(otlp_wire.export_request(*self.head, b"".join(self.frames)))
+            result = self.send_bytes(otlp_wire.export_request(*self.head, b"".join(self.frames)))
+            self.outcomes[bool(result.success)] += self.held
         self.frames, self.held, self.due = [], 0, None
 
     def close(self) -> None:
@@ -970,6 +996,9 @@ def export_main(setup: Mapping[str, Any], environ: Mapping[str, str] = os.enviro
         held.send()
     for held in batches.values():
         held.close()
+    failed, sent = (sum(held.outcomes[i] for held in batches.values()) for i in (0, 1))
+    sys.stdout.write(json.dumps({"sent": sent, "failed": failed}) + "\n")
+    sys.stdout.flush()
 
 
 def _read_into(fd: int, chunks: Any) -> None:

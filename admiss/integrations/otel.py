@@ -322,7 +322,8 @@ class _WireEvents:
         self.time_ns = time.time_ns()
         self.stamp = otlp_wire.FIXED64(self.time_ns)
         # A rubric's name comes again and again (kept); a bundle's or receipt's, never.
-        return b"".join([self._rubric(value) if key == "admiss.rubric" else otlp_wire.LOG_ATTRIBUTES.encode_one(key, value)
+        encode = otlp_wire.LOG_ATTRIBUTES.encode_string
+        return b"".join([self._rubric(value) if key == "admiss.rubric" else encode(key, value)
                          for key, value in common.items()])
 
     def _rubric(self, name: str) -> bytes:

@@ -98,6 +98,7 @@ class Attributes:
     def __init__(self, number: int):
         self.number = number
         self.kept: dict[tuple[str, Any, type], bytes] = {}
+        self.keys: dict[str, bytes] = {}  # a key's own field, for encode_string
 
     def encode(self, attributes: Mapping[str, Any]) -> bytes:
         kept = self.kept
@@ -127,6 +128,22 @@ class Attributes:
     def encode_once(self, attributes: Mapping[str, Any]) -> bytes:
         """For values that will not come again (a bundle's name, a receipt's id): not kept."""
         return b"".join([self.encode_one(key, value) for key, value in attributes.items()])
+
+    def encode_string(self, key: str, value: Any) -> bytes:
+        """encode_one of a value that will not come again, quicker for a string (a bundle's
+        name, every report): its key's bytes are kept."""
+        if type(value) is not str:
+            return self.encode_one(key, value)
+        prefix = self.keys.get(key)
+        if prefix is None:
+            prefix = self.keys[key] = field(1, key.encode("utf-8"))
+        data = value.encode("utf-8", "surrogatepass")
+        size = len(data)
+        whole = len(prefix) + 4 + size
+        if whole < 0x80:  # every length one byte: one join, not three fields
+            return b"".join((_TAGS[self.number], _ONE_BYTE[whole], prefix, b"\x12", _ONE_BYTE[size + 2], b"\x0a",
+                             _ONE_BYTE[size], data))
+        return field(self.number, prefix + field(2, field(1, data)))
 
     def encode_one(self, key: str, value: Any) -> bytes:
         if value is None:

@@ -512,6 +512,7 @@ class _Channel:
         self.sizes = {_KINDS[signal]: _batch_size(signal, environ) for signal in SIGNALS}
         self.sizes[b"R"] = _WRITE_EVERY
         self.what = "requests' spans and events" if requests else "events and spans"
+        self.filled: dict[bytes, int] = {}  # per kind, records in the exporter's batch (see _frames)
         self.block, self.dropped, self.closed, self.writing = block, 0, False, False
         self.handed = 0  # records (or requests) written to the exporter process
         self.queue: collections.deque[tuple[bytes, int, bytes]] = collections.deque()  # (kind, records, joined)
@@ -582,19 +583,27 @@ class _Channel:
                 return
 
     def _frames(self, queued: list[tuple[bytes, int, bytes]]) -> list[bytes]:
-        """The queued records as frames of at most a batch each, kind by kind."""
+        """The queued records as frames, kind by kind, cut where the exporter's batch of
+        that kind will be full (``self.filled``, what it holds by the rule of _Batches.add),
+        so that its exports hold a whole batch: cut only at each write's end, they held
+        half as many records on the average, and each export costs the HTTP client some
+        2 ms of CPU."""
         out = []
         for kind, size in self.sizes.items():
             group: list[bytes] = []
-            held = 0
+            held, filled = 0, self.filled.get(kind, 0)
             for _, count, joined in (entry for entry in queued if entry[0] == kind):
-                if held and held + count > size:
-                    out += (kind, _HEAD(held, sum(map(len, group))), *group)
-                    group, held = [], 0
+                if filled and filled + count > size:  # the exporter sends what it holds first
+                    if group:
+                        out += (kind, _HEAD(held, sum(map(len, group))), *group)
+                        group, held = [], 0
+                    filled = 0
                 group.append(joined)
                 held += count
+                filled += count
             if group:
                 out += (kind, _HEAD(held, sum(map(len, group))), *group)
+            self.filled[kind] = 0 if filled >= size else filled
         return out
 
     def close(self) -> None:

@@ -74,11 +74,12 @@ class CheckRun:
         self.options = options
         self.many = many
         self.rubrics: dict[Path, Any] = {}
+        # First: the exporter process starts up (imports the SDK) while the rubric compiles.
+        self.telemetry = check_telemetry(options)
         self.fixed_rubric = rubric if rubric is not None else self.rubric_at(options.rubric) if options.rubric else None
         if self.fixed_rubric is not None:
             # Before any bundle: a gate's missing provider stops the run here, once.
             self.fixed_rubric.prepare(options.chain, options.live)
-        self.telemetry = check_telemetry(options)
 
     def __getstate__(self) -> dict:
         return {"options": self.options, "many": self.many, "fixed_rubric": self.fixed_rubric, "rubrics": {}}

@@ -22,7 +22,7 @@ from __future__ import annotations
 import struct
 from typing import Any, Iterable, Mapping, Sequence
 
-_FIXED64 = struct.Struct("<Q").pack
+FIXED64 = struct.Struct("<Q").pack  # a time (ns) as a fixed64 field's payload
 _DOUBLE = struct.Struct("<d").pack
 _FIXED32 = struct.Struct("<I").pack
 # Past this many kept attributes the cache starts again: values that never repeat (a
@@ -40,6 +40,8 @@ def varint(number: int) -> bytes:
     """A protobuf varint; a negative number as its 64-bit two's complement (int64)."""
     if 0 <= number < 0x80:
         return _ONE_BYTE[number]
+    if 0 < number < 0x4000:  # most records' lengths: a loop costs three times as much
+        return bytes((number & 0x7F | 0x80, number >> 7))
     if number < 0:
         number += 1 << 64
     out = bytearray()
@@ -96,6 +98,7 @@ class Attributes:
     def __init__(self, number: int):
         self.number = number
         self.kept: dict[tuple[str, Any, type], bytes] = {}
+        self.keys: dict[str, bytes] = {}  # a key's own field, for encode_string
 
     def encode(self, attributes: Mapping[str, Any]) -> bytes:
         kept = self.kept
@@ -126,6 +129,22 @@ class Attributes:
         """For values that will not come again (a bundle's name, a receipt's id): not kept."""
         return b"".join([self.encode_one(key, value) for key, value in attributes.items()])
 
+    def encode_string(self, key: str, value: Any) -> bytes:
+        """encode_one of a value that will not come again, quicker for a string (a bundle's
+        name, every report): its key's bytes are kept."""
+        if type(value) is not str:
+            return self.encode_one(key, value)
+        prefix = self.keys.get(key)
+        if prefix is None:
+            prefix = self.keys[key] = field(1, key.encode("utf-8"))
+        data = value.encode("utf-8", "surrogatepass")
+        size = len(data)
+        whole = len(prefix) + 4 + size
+        if whole < 0x80:  # every length one byte: one join, not three fields
+            return b"".join((_TAGS[self.number], _ONE_BYTE[whole], prefix, b"\x12", _ONE_BYTE[size + 2], b"\x0a",
+                             _ONE_BYTE[size], data))
+        return field(self.number, prefix + field(2, field(1, data)))
+
     def encode_one(self, key: str, value: Any) -> bytes:
         if value is None:
             return b""  # the SDK drops an attribute without a value
@@ -147,7 +166,7 @@ def log_record(time_ns: int, event_name: bytes, attributes: bytes, trace_id: int
     """A LogRecord message as the SDK's encoder writes an event (no severity, an empty
     body, the observed time the same as the time); ``event_name`` field-encoded already
     (``field(12, name)``), ``attributes`` too (by LOG_ATTRIBUTES)."""
-    stamp = _FIXED64(time_ns)
+    stamp = FIXED64(time_ns)
     if not (trace_id or span_id or flags):
         return b"".join((b"\x09", stamp, _EMPTY_BODY, attributes, b"\x59", stamp, event_name))
     parts = [b"\x09", stamp, _EMPTY_BODY, attributes]
@@ -161,9 +180,27 @@ def log_record(time_ns: int, event_name: bytes, attributes: bytes, trace_id: int
     return b"".join(parts)
 
 
+def event_head(event_name: bytes, attributes: bytes) -> tuple[bytes, int]:
+    """An event's own attributes (LOG_ATTRIBUTES-encoded), ready for event_in_scope: the
+    bytes between its time and what all of a report's events share, and the record's
+    length less those shared bytes."""
+    head = _EMPTY_BODY + attributes
+    return head, 9 + len(head) + 9 + len(event_name)
+
+
+def event_in_scope(stamp: bytes, head: tuple[bytes, int], common: bytes, event_name: bytes) -> tuple[bytes, ...]:
+    """The parts of ``in_scope(log_record(time, event_name, attributes + common))`` for an
+    event without a parent span, ``stamp`` its time as fixed64 and ``head`` event_head's
+    of its attributes: a batch's events are mostly made this way, and here making one
+    costs a tuple, not two joins."""
+    size = head[1] + len(common)
+    return (b"\x12", _ONE_BYTE[size] if size < 0x80 else varint(size), b"\x09", stamp, head[0], common, b"\x59",
+            stamp, event_name)
+
+
 def span_event(name: str, time_ns: int, attributes: Mapping[str, Any]) -> bytes:
     """A Span.Event message."""
-    return b"\x09" + _FIXED64(time_ns) + field(2, name.encode("utf-8")) + EVENT_ATTRIBUTES.encode(attributes)
+    return b"\x09" + FIXED64(time_ns) + field(2, name.encode("utf-8")) + EVENT_ATTRIBUTES.encode(attributes)
 
 
 def span(trace_id: int, span_id: int, parent_span_id: int, parent_is_remote: bool, name: str, kind: int,
@@ -177,8 +214,8 @@ def span(trace_id: int, span_id: int, parent_span_id: int, parent_is_remote: boo
         parts.append(field(3, trace_state.encode("utf-8")))
     if parent_span_id:
         parts += (b"\x22\x08", parent_span_id.to_bytes(8, "big"))
-    parts += (field(5, name.encode("utf-8")), b"\x30", varint(kind), b"\x39", _FIXED64(start_ns), b"\x41",
-              _FIXED64(end_ns), SPAN_ATTRIBUTES.encode(attributes))
+    parts += (field(5, name.encode("utf-8")), b"\x30", varint(kind), b"\x39", FIXED64(start_ns), b"\x41",
+              FIXED64(end_ns), SPAN_ATTRIBUTES.encode(attributes))
     parts += (field(11, event) for event in events)
     # The SDK's encoder always sets a Status (empty when unset). Flags: the parent's
     # is-remote bit is known (0x100), and set when it is (0x200).
@@ -188,12 +225,18 @@ def span(trace_id: int, span_id: int, parent_span_id: int, parent_is_remote: boo
     return b"".join(parts)
 
 
-def export_request(resource: bytes, scope: bytes, records: Sequence[bytes]) -> bytes:
+def in_scope(record: bytes) -> bytes:
+    """A log record or span as its ScopeLogs' or ScopeSpans' field 2 (both number it 2):
+    what export_request holds, so that records are wrapped once, where they are made."""
+    return field(2, record)
+
+
+def export_request(resource: bytes, scope: bytes, records: bytes) -> bytes:
     """An ExportLogsServiceRequest or ExportTraceServiceRequest (the two have the same
     shape: resource_X 1 { resource 1, scope_X 2 { scope 1, records 2 } }) of one resource
-    and scope; ``resource`` and ``scope`` encoded by resource_message and scope_message."""
-    scoped = field(1, scope) + b"".join(field(2, record) for record in records)
-    return field(1, field(1, resource) + field(2, scoped))
+    and scope; ``resource`` and ``scope`` encoded by resource_message and scope_message,
+    ``records`` each wrapped by in_scope and joined."""
+    return field(1, field(1, resource) + field(2, field(1, scope) + records))
 
 
 def resource_message(attributes: Mapping[str, Any]) -> bytes:

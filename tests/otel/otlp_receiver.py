@@ -1,6 +1,6 @@
 """A loopback OTLP/HTTP receiver: a real HTTP server on 127.0.0.1 that decodes what the
 OpenTelemetry exporters send (ExportTraceServiceRequest to /v1/traces,
-ExportLogsServiceRequest to /v1/logs, protobuf, optionally gzip) with opentelemetry-proto,
+ExportLogsServiceRequest to /v1/logs, protobuf, optionally gzip or deflate) with opentelemetry-proto,
 and keeps it for tests to assert on."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import threading
 import time
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
@@ -39,6 +40,8 @@ def attributes_of(holder: Any) -> dict[str, Any]:
 class Receiver:
     def __init__(self) -> None:
         self.requests: dict[str, list[Any]] = {path: [] for path in _DECODERS}
+        # Each POST's path and headers (names in lower case), as it came.
+        self.posts: list[tuple[str, dict[str, str]]] = []
         self.lock = threading.Lock()
         receiver = self
 
@@ -46,8 +49,12 @@ class Receiver:
             def do_POST(self) -> None:
                 decoders = _DECODERS.get(self.path)
                 body = self.rfile.read(int(self.headers.get("content-length", 0)))
+                with receiver.lock:
+                    receiver.posts.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
                 if self.headers.get("content-encoding") == "gzip":
                     body = gzip.decompress(body)
+                elif self.headers.get("content-encoding") == "deflate":
+                    body = zlib.decompress(body)
                 if decoders is None:
                     self.send_response(404)
                     self.end_headers()
@@ -81,6 +88,7 @@ class Receiver:
         with self.lock:
             for kept in self.requests.values():
                 kept.clear()
+            self.posts.clear()
 
     def spans(self) -> list[tuple[dict[str, Any], Any]]:
         """Every span received, with its resource's attributes."""

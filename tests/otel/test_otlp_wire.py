@@ -18,6 +18,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
 
+import admiss
 from admiss import __version__
 from admiss.integrations import otel, otlp_wire
 
@@ -68,7 +69,8 @@ def test_log_records_decode_as_the_sdks_do():
         records.append(otlp_wire.log_record(made_record.log_record.timestamp, otlp_wire.field(12, otel.EVENT.encode()),
                                             encoded, *(parent or (0, 0, 0))))
     wire = otlp_wire.export_request(otlp_wire.resource_message(RESOURCE.attributes),
-                                    otlp_wire.scope_message("admiss", __version__), records)
+                                    otlp_wire.scope_message("admiss", __version__),
+                                    b"".join(map(otlp_wire.in_scope, records)))
     assert ExportLogsServiceRequest.FromString(wire) == expected
     assert expected.resource_logs[0].scope_logs[0].log_records[1].span_id == SPAN_ID.to_bytes(8, "big")
 
@@ -78,10 +80,12 @@ class _Collected:
 
     def __init__(self):
         self.records: list[bytes] = []
+        self.count = 0
 
-    def put(self, kind: bytes, records: list[bytes]) -> None:
+    def put(self, kind: bytes, count: int, records: bytes) -> None:
         assert kind == b"T"
-        self.records += records
+        self.records.append(records)
+        self.count += count
 
 
 def _a_request(spans, traceparent: str | None) -> None:
@@ -110,7 +114,7 @@ def test_spans_decode_as_the_sdks_do():
         _a_request(otel._WireSpans(collected), traceparent)
         expected = ExportTraceServiceRequest.FromString(encode_spans(exporter.get_finished_spans()).SerializeToString())
         wire = otlp_wire.export_request(otlp_wire.resource_message(RESOURCE.attributes),
-                                        otlp_wire.scope_message("admiss", __version__), collected.records)
+                                        otlp_wire.scope_message("admiss", __version__), b"".join(collected.records))
         assert ExportTraceServiceRequest.FromString(wire) == expected
         spans = expected.resource_spans[0].scope_spans[0].spans
         assert len(spans) == 3 and len(spans[1].events) == 2
@@ -128,6 +132,76 @@ def test_a_trace_sampled_out_sends_no_span(monkeypatch):
 def test_a_value_out_of_otlps_range_is_left_out_as_the_sdk_leaves_it():
     attributes = {"admiss.ok": 1, "admiss.huge": 2 ** 70, "admiss.none": None}
     record = otlp_wire.log_record(1, otlp_wire.field(12, b"e"), otlp_wire.LOG_ATTRIBUTES.encode(attributes))
-    decoded = ExportLogsServiceRequest.FromString(otlp_wire.export_request(b"", b"", [record]))
+    decoded = ExportLogsServiceRequest.FromString(otlp_wire.export_request(b"", b"", otlp_wire.in_scope(record)))
     (got,) = decoded.resource_logs[0].scope_logs[0].log_records
     assert [kv.key for kv in got.attributes] == ["admiss.ok"]
+
+
+def test_the_quick_encodings_write_the_same_bytes_as_the_plain_ones():
+    for value in ("b-17", "Ünïcode ✓", "x" * 200, "lone \ud800 surrogate", 3, ""):
+        assert otlp_wire.LOG_ATTRIBUTES.encode_string("admiss.bundle", value) == \
+            otlp_wire.LOG_ATTRIBUTES.encode_one("admiss.bundle", value)
+    event_name = otlp_wire.field(12, otel.EVENT.encode())
+    for own, common in ((ATTRIBUTES[0], {"admiss.bundle": "b"}), (ATTRIBUTES[1], {"admiss.bundle": "y" * 300})):
+        attributes = otlp_wire.LOG_ATTRIBUTES.encode(own)
+        shared = otlp_wire.LOG_ATTRIBUTES.encode_once(common)
+        head = otlp_wire.event_head(event_name, attributes)
+        quick = b"".join(otlp_wire.event_in_scope(otlp_wire.FIXED64(1_700_000_000_5), head, shared, event_name))
+        assert quick == otlp_wire.in_scope(otlp_wire.log_record(1_700_000_000_5, event_name, attributes + shared))
+
+
+class _Kept:
+    """The exporter's queue, keeping what a check's reports put in it."""
+
+    def __init__(self):
+        self.records: list[bytes] = []
+
+    def put(self, kind: bytes, count: int, records: bytes) -> None:
+        assert kind == b"L"
+        self.records.append(records)
+
+
+def test_a_checked_reports_events_decode_as_the_sdks_do():
+    # Reports of several bundles, as admiss check makes them, through both ways of sending events.
+    rubric = admiss.compile_source(REPORT_RUBRIC, name="ops")
+    reports = [rubric.check(bundle, f"bundle-{n}") for n, bundle in enumerate(REPORT_BUNDLES)]
+    exporter, kept = InMemoryLogRecordExporter(), _Kept()
+    provider = LoggerProvider(resource=RESOURCE)
+    provider.add_log_record_processor(SimpleLogRecordProcessor(exporter))
+    sdk = otel.Telemetry.__new__(otel.Telemetry)
+    sdk._events = otel._SdkEvents(provider)
+    wire = otel.Telemetry.__new__(otel.Telemetry)
+    wire._events = otel._WireEvents(kept)
+    for report in reports + reports:  # the second time from the kept encodings
+        sdk.report(report)
+        wire.report(report)
+    expected = ExportLogsServiceRequest.FromString(encode_logs(exporter.get_finished_logs()).SerializeToString())
+    got = ExportLogsServiceRequest.FromString(otlp_wire.export_request(
+        otlp_wire.resource_message(RESOURCE.attributes), otlp_wire.scope_message("admiss", __version__),
+        b"".join(kept.records)))
+    records = [got.resource_logs[0].scope_logs[0].log_records, expected.resource_logs[0].scope_logs[0].log_records]
+    for record in (r for kind in records for r in kind):  # times: each way stamps its own
+        record.time_unix_nano = record.observed_time_unix_nano = 0
+    assert got == expected
+    assert len(records[0]) == 2 * sum(len(r.properties) for r in reports) > 0
+
+
+REPORT_RUBRIC = """RUBRIC ops "Operator claims"
+PROPERTY named_operator "Named operator evidence comes from a filing" {
+  ADMIT verified_external_source
+  FORBID summary
+  REJECT SHORTCUT "news article"
+}
+PROPERTY stated_output "Output is stated" {
+  ADMIT final_answer
+  DEFAULT yes
+}
+"""
+REPORT_BUNDLES = [
+    {"evidence": [{"kind": "verified_external_source", "detail": "10-K.", "source_label": "10-K filing"},
+                  {"kind": "summary", "detail": "A summary.", "source_label": "recap"}]},
+    {"evidence": [{"kind": "summary", "detail": "Só a summary ✓.", "source_label": "recap"},
+                  {"kind": "verified_external_source", "detail": "A story.", "source_label": "news article"},
+                  {"kind": "reasoning_trace", "detail": "I think so.", "source_label": "thoughts"}]},
+    {"evidence": []},
+]

@@ -1,0 +1,107 @@
+"""The exporter process in trouble, as a real process: stopped (the gateway's queue fills:
+what does not fit is dropped, counted and said, and no request waits) and killed in the
+middle of ``admiss check`` (the check completes with its own exit code and says what was
+lost). The exporter is stopped and killed with signals, as a kernel or an operator would."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from otlp_receiver import Receiver
+from test_otel_check import BUNDLE, check, plain_env, write_case
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "serve"))
+sys.path.insert(0, str(Path(__file__).parent.parent / "gates"))
+
+from chat_server import ChatServer, scripted_by_prompt  # noqa: E402
+from gatewaykit import GOOD, Gateway, prompt  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the exporter process in /proc")
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        children = task / "children"
+        if children.exists():
+            found += [int(child) for child in children.read_text().split()]
+    return found
+
+
+def exporter_of(pid: int, timeout_s: float = 30) -> int:
+    """The pid of the telemetry exporter process under process ``pid``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        pending = [pid]
+        while pending:
+            for child in _children(pending.pop()):
+                try:
+                    command = Path(f"/proc/{child}/cmdline").read_bytes()
+                except OSError:
+                    continue
+                if b"admiss.integrations.otel" in command:
+                    return child
+                pending.append(child)
+        time.sleep(0.005)
+    raise AssertionError("no exporter process started")
+
+
+def test_a_check_whose_exporter_is_killed_completes_and_says_what_was_lost(tmp_path, receiver):
+    rubric, _ = write_case(tmp_path)
+    batch = tmp_path / "batch.jsonl"
+    batch.write_text("".join(json.dumps(BUNDLE) + "\n" for _ in range(3000)))
+    args = ["--rubric", str(rubric), "--format", "json", str(batch)]
+    expected_code = check(tmp_path, *args, env=plain_env()).returncode
+    # A short queue: with its exporter stopped, the check soon waits for room.
+    env = plain_env(OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url, OTEL_BLRP_MAX_QUEUE_SIZE="4")
+    run = subprocess.Popen([sys.executable, "-m", "admiss", "check", *args], cwd=tmp_path, env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    exporter = exporter_of(run.pid)
+    os.kill(exporter, signal.SIGSTOP)
+    time.sleep(1.0)
+    os.kill(exporter, signal.SIGKILL)
+    out, err = run.communicate(timeout=120)
+    # Telemetry lost changes nothing of the check: every report, the same exit code.
+    assert run.returncode == expected_code == 1, err
+    assert len(out.splitlines()) == 3000
+    assert "the exporter process ended before it was done (killed by signal 9)" in err
+    dropped = int(err.split(" events and spans were dropped in all")[0].rsplit("admiss: telemetry: ", 1)[1])
+    assert 0 < dropped <= 3000 * 3
+    assert "Traceback" not in err
+
+
+def test_a_gateway_whose_exporter_falls_behind_drops_counts_and_says_so(tmp_path):
+    upstream = ChatServer(route=scripted_by_prompt, keep_alive=True).start()
+    otlp = Receiver().start()
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": otlp.url, "OTEL_BLRP_MAX_QUEUE_SIZE": "2",
+           "OTEL_BSP_SCHEDULE_DELAY": "50", "OTEL_BLRP_SCHEDULE_DELAY": "50"}
+    gateway = Gateway(tmp_path, upstream, extra_env=env)
+    try:
+        exporter = exporter_of(gateway.process.pid)
+        os.kill(exporter, signal.SIGSTOP)  # its pipe fills, then the gateway's queue
+        client = gateway.client()
+        total = 120
+        for _ in range(total):
+            _, text = prompt({"cheap": GOOD})
+            reply = client.chat.completions.create(model="json", messages=[{"role": "user", "content": text}])
+            assert reply.choices[0].message.content  # served, never held up by telemetry
+        os.kill(exporter, signal.SIGCONT)
+        assert gateway.stop() == 0
+        log = gateway.log.read_text()
+        assert "the exporter falls behind: requests' spans and events past the queue of 2" in log
+        dropped = int(log.split(" requests' spans and events were dropped in all")[0].rsplit("admiss: telemetry: ", 1)[1])
+        assert 0 < dropped < total
+        # What was not dropped arrived: one request span for each request kept.
+        served = [span for _, span in otlp.spans() if span.kind == 2]
+        assert len(served) == total - dropped
+    finally:
+        gateway.stop()
+        otlp.stop()
+        upstream.stop()

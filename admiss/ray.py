@@ -141,30 +141,50 @@ def _range_units(piece: _Range) -> Iterator[Any]:
 
 
 class _RecordingRun(CheckRun):
-    """A check run that keeps what it shows (each report, or each error, with its name),
-    so a segment's Parquet rows and counts come from the reports themselves: parsing the
-    JSON written back took longer than checking the bundle (81 µs against 55 µs)."""
+    """A check run that turns what it shows (each report, or each error) into Parquet rows,
+    exclusion counts and chain spend as it goes, so a segment's rows and counts come from
+    the reports themselves: parsing the JSON written back took longer than checking the
+    bundle (81 µs against 55 µs). It keeps no report: holding a range's reports alive
+    until its end made the cyclic garbage collector walk them again and again (checking
+    20,000 bundles took 2.3 CPU-seconds against 1.3 for a plain run)."""
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
-        self.shown_items: list[tuple[str, Any]] = []
+        self.clear()
 
     def __setstate__(self, state: dict) -> None:
         super().__setstate__(state)
-        self.shown_items = []
+        self.clear()
+
+    def clear(self) -> None:
+        self.rows: list[tuple] = []  # one a property, in _PROPERTY_SCHEMA's column order
+        self.model_costs: list[float] = []
+        self.gate_costs: list[float] = []
 
     def report_outcome(self, report, name: str):
-        self.shown_items.append((name, report))
+        for result in report.properties:
+            reasons = [exclusion.reason for _, exclusion in result.excluded]
+            self.rows.append((name, report.verdict, result.prop.name, result.verdict, len(result.evidence),
+                              *(reasons.count(reason) for reason in _REASONS), None))
+        if report.chain is not None:
+            self.model_costs.append(report.chain.model_cost_usd)
+            self.gate_costs.append(report.chain.gate_cost_usd)
         return super().report_outcome(report, name)
 
     def error_outcome(self, error: AdmissError, name: str):
-        self.shown_items.append((name, error))
+        self.rows.append((name, "error", None, None, 0, 0, 0, 0, error.diagnostics[0].code))
         return super().error_outcome(error, name)
 
-    def taken(self) -> list[tuple[str, Any]]:
-        """What was shown since the last call."""
-        items, self.shown_items = self.shown_items, []
-        return items
+    def taken(self) -> dict[str, Any]:
+        """The Parquet rows (as Arrow IPC bytes), exclusion counts (the rows' own, added up)
+        and chain spend recorded since the last call."""
+        columns = list(zip(*self.rows)) or [() for _ in _PROPERTY_SCHEMA.names]
+        table = pa.Table.from_arrays([pa.array(column, type=field.type) for column, field in
+                                      zip(columns, _PROPERTY_SCHEMA)], schema=_PROPERTY_SCHEMA)
+        taken = {"properties": _ipc_bytes(table), "reasons": [sum(column) for column in columns[5:8]],
+                 "model_costs": self.model_costs, "gate_costs": self.gate_costs}
+        self.clear()
+        return taken
 
 
 def _segment(run: _RecordingRun, file: int, path: str, units: Iterable[Any]) -> dict[str, Any]:
@@ -180,37 +200,9 @@ def _segment(run: _RecordingRun, file: int, path: str, units: Iterable[Any]) -> 
         if error is not None:
             errors.append(error + "\n")
         verdicts[verdict] += 1
-    columns: dict[str, list] = {name: [] for name in _PROPERTY_SCHEMA.names}
-    reasons = dict.fromkeys(_REASONS, 0)
-    model_costs: list[float] = []
-    gate_costs: list[float] = []
-    for name, shown in run.taken():
-        if isinstance(shown, AdmissError):
-            _add_row(columns, name, "error", None, None, 0, {}, shown.diagnostics[0].code)
-            continue
-        for result in shown.properties:
-            counts = dict.fromkeys(_REASONS, 0)
-            for _, exclusion in result.excluded:
-                counts[exclusion.reason] += 1
-                reasons[exclusion.reason] += 1
-            _add_row(columns, name, shown.verdict, result.prop.name, result.verdict, len(result.evidence), counts, None)
-        if shown.chain is not None:
-            model_costs.append(shown.chain.model_cost_usd)
-            gate_costs.append(shown.chain.gate_cost_usd)
     return {"file": file, "path": path, "bundles": sum(verdicts.values()),
             "reports": b"".join(report + b"\n" for report in reports), "errors": "".join(errors),
-            "properties": _ipc_bytes(pa.table(columns, schema=_PROPERTY_SCHEMA)),
-            "verdicts": [verdicts["pass"], verdicts["fail"], verdicts["error"]],
-            "reasons": [reasons[reason] for reason in _REASONS], "model_costs": model_costs, "gate_costs": gate_costs}
-
-
-def _add_row(columns: dict[str, list], bundle: str, bundle_verdict: str, prop: str | None, verdict: str | None,
-             evidence: int, reasons: dict[str, int], error_code: str | None) -> None:
-    for name, value in (("bundle", bundle), ("bundle_verdict", bundle_verdict), ("property", prop),
-                        ("verdict", verdict), ("evidence", evidence), ("forbidden", reasons.get("forbidden", 0)),
-                        ("inadmissible", reasons.get("inadmissible", 0)),
-                        ("shortcut_rejected", reasons.get("shortcut-rejected", 0)), ("error_code", error_code)):
-        columns[name].append(value)
+            "verdicts": [verdicts["pass"], verdicts["fail"], verdicts["error"]], **run.taken()}
 
 
 def _ipc_bytes(table: pa.Table) -> bytes:

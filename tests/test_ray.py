@@ -192,3 +192,31 @@ def test_the_cli_is_quiet_and_shows_bad_lines_in_order_over_several_ranges(tmp_p
     assert ran.stderr.count(b"B001") == 3 and ran.stdout == b""
     reports = (tmp_path / "out" / "reports.jsonl").read_bytes()
     assert reports == single.stdout.replace(str(tmp_path / "b.jsonl").encode(), b"b.jsonl")
+
+
+def test_a_range_is_checked_without_keeping_its_reports_alive(tmp_path):
+    # Holding a range's reports until its end made the garbage collector walk them again
+    # and again: checking in a segment cost 1.9× a plain run's CPU (docs/ray.md).
+    import gc
+
+    from admiss.api import load
+    from admiss.checkrun import CheckOptions
+    from admiss.ray import _RecordingRun, _segment
+    from admiss.report import CheckReport
+
+    (tmp_path / "sec.rubric").write_text(STRICT)
+    run = _RecordingRun(CheckOptions(rubric=None, fmt="json"), many=True, rubric=load(tmp_path / "sec.rubric"))
+    kept: list[int] = []
+    original = run.outcome
+
+    def outcome(unit):
+        shown = original(unit)
+        gc.collect()
+        kept.append(sum(isinstance(o, CheckReport) for o in gc.get_objects()))
+        return shown
+
+    run.outcome = outcome
+    units = [("a.jsonl", n, json.dumps({"evidence": [SHORTCUT if n % 2 else TEN_K]}).encode()) for n in range(1, 6)]
+    segment = _segment(run, 0, "a.jsonl", units)
+    assert segment["bundles"] == 5 and segment["reasons"][2] == 3  # three shortcuts rejected
+    assert kept == [0] * 5

@@ -23,7 +23,9 @@ report, never a failed Ray task.
 
 Starting Ray costs some 7 CPU-seconds on two cores (nine processes, most of them
 importing ray), what checking some 130,000 bundles costs one process, so the driver checks
-ranges itself until every actor has sent back its first: start-up time is spent checking. Each actor checks one bundle at a time, so a gate
+ranges itself until every actor has sent back its first: start-up time is spent checking
+(with ``--ray local``, one actor fewer than the CPUs and the driver checking to the end).
+Each actor checks one bundle at a time, so a gate
 chain's model calls are bounded by the actor count (``concurrency``) times one rung's gates.
 Install with ``pip install 'admiss[ray]'``.
 """
@@ -352,12 +354,13 @@ class _Output:
 class _Scheduler:
     """Hands ranges to actors, ``QUEUED_PER_ACTOR`` at a time each, and yields segments in
     input order. Until every actor has sent back a segment (Ray and the actors are still
-    starting), the driver checks the next range itself."""
+    starting), the driver checks the next range itself; with ``alongside``, until none is
+    left (it is one more checker, its own start-up already paid)."""
 
     def __init__(self, run: _RecordingRun, ranges: list[_Range], actors: int | None, started: Future | None,
-                 check_while_starting: bool):
+                 check_while_starting: bool, alongside: bool = False):
         self.run, self.ranges, self.actor_count, self.started = run, ranges, actors, started
-        self.check_while_starting = check_while_starting
+        self.check_while_starting, self.alongside = check_while_starting, alongside
         self.pending = deque(range(len(ranges)))
         self.done: dict[int, dict[str, Any]] = {}
         self.actors: list[Any] | None = None
@@ -385,7 +388,7 @@ class _Scheduler:
 
     def local_work(self) -> bool:
         starting = self.actors is None or len(self.warm) < len(self.actors)
-        return bool(self.pending) and self.check_while_starting and starting
+        return bool(self.pending) and (self.alongside or self.check_while_starting and starting)
 
     def start_actors(self) -> None:
         if self.started is not None:
@@ -435,7 +438,8 @@ def _is_dataset(value: Any) -> bool:
 def check_dataset(dataset_or_paths: Any, rubric: Rubric | str | Path, output: str | Path, *,
                   chain: str | None = None, report: str = "lean", concurrency: int | None = None,
                   config: str | Path | None = None, offline: bool = False, errors: Any = None,
-                  starting: Callable[[], Any] | None = None, check_while_starting: bool = True) -> dict[str, Any]:
+                  starting: Callable[[], Any] | None = None, check_while_starting: bool = True,
+                  check_alongside: bool = False) -> dict[str, Any]:
     """Check JSON Lines of bundles on Ray and write reports, Parquet and a summary into
     ``output``; the summary (also written as summary.json).
 
@@ -444,7 +448,8 @@ def check_dataset(dataset_or_paths: Any, rubric: Rubric | str | Path, output: st
     ``concurrency`` is the number of actors (default: the cluster's CPUs). Error texts go
     to ``errors`` (a text stream) when given, in input order. ``starting`` starts Ray (it
     runs in a thread while this process checks); with ``check_while_starting`` (files
-    only) this process checks ranges until every actor has checked one.
+    only) this process checks ranges until every actor has checked one; with
+    ``check_alongside`` (files only) it checks ranges beside the actors until none is left.
     """
     folder = Path(output)
     dataset = _is_dataset(dataset_or_paths)
@@ -467,8 +472,10 @@ def check_dataset(dataset_or_paths: Any, rubric: Rubric | str | Path, output: st
             segments = _dataset_segments(dataset_or_paths, run, concurrency or _cluster_cpus())
         else:
             # Cut for this machine's CPUs (or the actors asked for): the cluster may not be up yet.
-            jobs = (concurrency or os.cpu_count() or 1) * PIECES_PER_ACTOR // PIECES_PER_JOB
-            segments = _Scheduler(run, _ranges(names, jobs), concurrency, started, check_while_starting).in_order()
+            checkers = (concurrency or os.cpu_count() or 1) + check_alongside
+            jobs = checkers * PIECES_PER_ACTOR // PIECES_PER_JOB
+            segments = _Scheduler(run, _ranges(names, jobs), concurrency, started, check_while_starting,
+                                  check_alongside).in_order()
         for segment in segments:
             output_files.add(segment)
         if started is not None:
@@ -555,7 +562,8 @@ def run_on_ray(address: str, paths: list[Path], rubric: Path, output: Path, chai
     with contextlib.nullcontext() if verbose else _stderr_kept_from_ray():
         try:
             summary = check_dataset([str(p) for p in paths], rubric, output, chain=chain, report=report,
-                                    config=config, offline=offline, errors=sys.stderr, starting=_ray_starter(address))
+                                    config=config, offline=offline, errors=sys.stderr, starting=_ray_starter(address),
+                                    **_local_checkers() if address == "local" else {})
         except AdmissError as error:  # the rubric or an input file cannot be read
             sys.stderr.write(error.render() + "\n")
             return EXIT_BAD_INPUT
@@ -565,6 +573,13 @@ def run_on_ray(address: str, paths: list[Path], rubric: Path, output: Path, chai
             ray.shutdown()
     counts = summary["by_verdict"]
     return EXIT_BAD_INPUT if counts["error"] else EXIT_FAIL if counts["fail"] else EXIT_PASS
+
+
+def _local_checkers() -> dict[str, Any]:
+    """On a Ray of this machine's own: one actor fewer than its CPUs, and this process
+    checking beside them, so no CPU waits for an actor's start-up (an actor costs some 0.8
+    CPU-seconds to import ray and admiss before its first bundle)."""
+    return {"concurrency": max(1, (os.cpu_count() or 1) - 1), "check_alongside": True}
 
 
 def _no_cluster(address: str, why: str) -> int:

@@ -192,3 +192,57 @@ def test_the_cli_is_quiet_and_shows_bad_lines_in_order_over_several_ranges(tmp_p
     assert ran.stderr.count(b"B001") == 3 and ran.stdout == b""
     reports = (tmp_path / "out" / "reports.jsonl").read_bytes()
     assert reports == single.stdout.replace(str(tmp_path / "b.jsonl").encode(), b"b.jsonl")
+
+
+def test_a_range_is_checked_without_keeping_its_reports_alive(tmp_path):
+    # Holding a range's reports until its end made the garbage collector walk them again
+    # and again: checking in a segment cost 1.9× a plain run's CPU (docs/ray.md).
+    import gc
+
+    from admiss.api import load
+    from admiss.checkrun import CheckOptions
+    from admiss.ray import _RecordingRun, _segment
+    from admiss.report import CheckReport
+
+    (tmp_path / "sec.rubric").write_text(STRICT)
+    run = _RecordingRun(CheckOptions(rubric=None, fmt="json"), many=True, rubric=load(tmp_path / "sec.rubric"))
+    kept: list[int] = []
+    original = run.outcome
+
+    def outcome(unit):
+        shown = original(unit)
+        gc.collect()
+        kept.append(sum(isinstance(o, CheckReport) for o in gc.get_objects()))
+        return shown
+
+    run.outcome = outcome
+    units = [("a.jsonl", n, json.dumps({"evidence": [SHORTCUT if n % 2 else TEN_K]}).encode()) for n in range(1, 6)]
+    segment = _segment(run, 0, "a.jsonl", units)
+    assert segment["bundles"] == 5 and segment["reasons"][2] == 3  # three shortcuts rejected
+    assert kept == [0] * 5
+
+
+def test_the_driver_checks_beside_the_actors_until_no_range_is_left(local_ray, tmp_path, monkeypatch):
+    # `--ray local` runs one actor fewer than the CPUs and the driver checks all along: the
+    # ranges are shared between them, and the output is still in input order.
+    import admiss.ray
+    from admiss.api import load
+    from admiss.checkrun import CheckOptions
+
+    monkeypatch.setattr(admiss.ray, "PIECE_BYTES", 2048)
+    (tmp_path / "sec.rubric").write_text(STRICT)
+    lines = [json.dumps({"evidence": [dict(TEN_K if n % 4 else SHORTCUT, detail=f"item {n}")]}) for n in range(1500)]
+    lines[900] = "{cut off"
+    (tmp_path / "a.jsonl").write_text("\n".join(lines) + "\n")
+    single = _single_process(tmp_path, [tmp_path / "a.jsonl"])
+    run = admiss.ray._RecordingRun(CheckOptions(rubric=None, fmt="json"), many=True,
+                                   rubric=load(tmp_path / "sec.rubric"))
+    ranges = admiss.ray._ranges([str(tmp_path / "a.jsonl")], 16)
+    scheduler = admiss.ray._Scheduler(run, ranges, 1, None, check_while_starting=False, alongside=True)
+    reports = b"".join(segment["reports"] for segment in scheduler.in_order())
+    assert reports == single.stdout and len(ranges) > 40
+    by_actor = len(ranges) - scheduler.checked_here
+    assert scheduler.checked_here > 0 and by_actor > 0 and scheduler.warm == {0}
+    summary = check_dataset([str(tmp_path / "a.jsonl")], tmp_path / "sec.rubric", tmp_path / "out", concurrency=1,
+                            check_alongside=True)
+    assert (tmp_path / "out" / "reports.jsonl").read_bytes() == single.stdout and summary["by_verdict"]["error"] == 1

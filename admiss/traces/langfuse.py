@@ -10,14 +10,23 @@ else its ``name``. A ``GENERATION`` gives the new ``user`` and ``system`` texts 
 ``input`` and the text of its ``output`` (the messages of whatever API the instrumentation
 recorded: Chat Completions, Responses, OpenTelemetry GenAI parts, Gemini, Anthropic,
 LangChain); the tool calls it requests are the TOOL observations', as with the Agents SDK's
-trace export. Other observations (SPAN, AGENT, CHAIN, EVENT, ...) are skipped, and so are
-the trace's own fields (its ``input``, ``output`` and ``scores`` are the framework's summary
-and the evaluators' opinion, not the run).
+trace export. A ``SPAN`` observation is a tool call's execution (the Agno, Koog and
+LangGraph integrations record tools so) only when a GENERATION before it asked for a call of
+its tool (the span's ``gen_ai.tool.name`` / ``tool.name`` attribute, else its ``name``) that
+no observation has run yet, with the span's call id (its ``gen_ai.tool.call.id`` /
+``tool_call.id`` attribute, or the ``tool_call_id`` of the LangChain ToolMessage it
+outputs) when both have one, else with the same arguments as its ``input``; the call is the
+model's request (its name, arguments and id) with the span's output as its result. A span
+OpenInference marks as no TOOL (an AGENT, CHAIN, ...) is never one. Other observations
+(SPAN, AGENT, CHAIN, EVENT, ...) are skipped, and so are the trace's own fields (its
+``input``, ``output`` and ``scores`` are the framework's summary and the evaluators'
+opinion, not the run).
 
 Errors: an observation whose ``level`` is ``ERROR`` (what Langfuse sets from an OpenTelemetry
-span's error status) failed, its ``statusMessage`` the reason; a TOOL observation's output is
-else judged by the rule for formats without an error flag. A failed observation that is no
-TOOL is listed in ``skipped`` with its reason. Langfuse stores text fields as JSON text, and
+span's error status) failed, its ``statusMessage`` the reason; a TOOL observation's (or tool
+SPAN's) output is else judged by the rule for formats without an error flag, and a LangChain
+ToolMessage it outputs by its ``status`` ("error") first. A failed observation that is no
+tool's is listed in ``skipped`` with its reason. Langfuse stores text fields as JSON text, and
 the UI's download writes a string field as its JSON text again: a text that is a JSON
 string is read as the string it holds.
 """
@@ -45,6 +54,7 @@ _TOOL_NAMES = ("gen_ai.tool.name", "tool.name")
 _CALL_IDS = ("gen_ai.tool.call.id", "tool_call.id")
 # Layers of JSON text read off a text field (the download writes a stored JSON text again).
 _LAYERS = 4
+_MISSING = object()
 
 
 def mismatch(value: Any) -> tuple[str, str] | None:
@@ -58,12 +68,23 @@ def mismatch(value: Any) -> tuple[str, str] | None:
     return None
 
 
+class _Request:
+    """A tool call a generation asked for, not yet run by an observation."""
+
+    __slots__ = ("tool", "call_id", "arguments", "ref")
+
+    def __init__(self, tool: str, call_id: str | None, arguments: Any, ref: StepRef):
+        self.tool, self.call_id, self.arguments, self.ref = tool, call_id, arguments, ref
+
+
 class _TraceSteps(Steps):
-    """The trace's steps, the model its last generation named, and whether the run ends on a
-    model turn that asks for tools none of which ran after it."""
+    """The trace's steps, the model its last generation named, whether the run ends on a
+    model turn that asks for tools none of which ran after it, and the calls asked for that
+    no observation ran yet (None in a trace with no SPAN: nothing would look them up)."""
 
     model: str | None = None
     asking: bool = False
+    requests: list[_Request] | None = None
 
 
 def read(value: Any, name: str) -> Trace:
@@ -71,17 +92,21 @@ def read(value: Any, name: str) -> Trace:
     typed(value, dict, name, "$")
     observations = field(value, "observations", list, name, "$")
     order = []
+    spans = False
     for i, observation in enumerate(observations):
         at = f"observations[{i}]"
         if type(observation) is not dict:
             fail(name, at, f"must be an object, not {type_word(observation)}",
                  hint="a trace list gives observation ids only: export the trace itself (GET /api/public/traces/{id})")
         started = observation.get("startTime")
+        spans = spans or observation.get("type") == "SPAN"
         order.append((started if type(started) is str else "", i, at, observation))
     # ISO times of one clock sort as text; ties in file order. No key: the index differs in
     # every pair, so the tuples' own comparison never reaches the observation.
     order.sort()
     steps = _TraceSteps(NAME, name)
+    if spans:
+        steps.requests = []
     seen: set[tuple[str, str]] = set()
     for _, i, at, observation in order:
         kind = observation.get("type")
@@ -94,6 +119,8 @@ def read(value: Any, name: str) -> Trace:
         ref = StepRef(NAME, at, i, span_id=given if type(given) is str else None)
         if kind == "TOOL":
             _tool(steps, observation, level, ref, name)
+        elif kind == "SPAN" and steps.requests and _span(steps, observation, level, ref):
+            pass  # read as the call it ran
         elif level == "ERROR":
             steps.skip(ref, f"{kind} observation that failed: {_failure(observation)}")
         elif kind == "GENERATION":
@@ -171,6 +198,11 @@ def _tool(steps: _TraceSteps, observation: dict, level: str, ref: StepRef, name:
     call_id = _first_text(attributes, _CALL_IDS)
     if call_id is not None:
         ref = StepRef(NAME, ref.path, ref.message_index, call_id, ref.span_id)
+    if steps.requests:  # the request this TOOL ran is no SPAN's to run
+        request = next((r for r in steps.requests if r.tool == tool and (
+            call_id is None or r.call_id is None or r.call_id == call_id)), None)
+        if request is not None:
+            steps.requests.remove(request)
     given = text_of(observation.get("input"))
     arguments = _arguments(given)
     call = steps.call(ref, tool, arguments, None)
@@ -186,6 +218,132 @@ def _tool(steps: _TraceSteps, observation: dict, level: str, ref: StepRef, name:
         # Text is judged as text: its JSON read here would lose a key it gives twice.
         reason = text_error(output) if type(output) is str else error_in(output)
     steps.resolve(call, output, reason, None, from_text=type(output) is str)
+
+
+def _span(steps: _TraceSteps, observation: dict, level: str, ref: StepRef) -> bool:
+    """Whether a SPAN observation runs a call a generation before it asked for (module
+    docstring); when it does, that call is read with the span's output as its result."""
+    attributes = _attributes(observation)
+    marked = attributes.get("openinference.span.kind")
+    if marked is not None and marked != "TOOL":
+        return False
+    output = text_of(observation.get("output"))
+    message = _tool_message(output)
+    call_id = _first_text(attributes, _CALL_IDS)
+    if call_id is None and message is not None and type(message.get("tool_call_id")) is str:
+        call_id = message["tool_call_id"]
+    requests = steps.requests or []
+    request = _asked(requests, _first_text(attributes, _TOOL_NAMES) or observation.get("name"), call_id, observation)
+    if request is None:
+        return False
+    requests.remove(request)
+    call = steps.call(StepRef(NAME, request.ref.path, request.ref.message_index, request.call_id, request.ref.span_id),
+                      request.tool, request.arguments, None)
+    steps.asking = False
+    if level == "ERROR":
+        reason: str | None = _failure(observation)
+    elif output is None:
+        return True  # no output recorded: the call stays without a result
+    elif message is not None:
+        content = message.get("content")
+        if type(content) is str:
+            output = content  # the tool's answer, as the LangChain reader takes a ToolMessage's
+        if message.get("status") == "error":
+            reason = short(content) if type(content) is str and content.strip() else "status: error"
+        else:
+            reason = text_error(output) if type(output) is str else error_in(output)
+    else:
+        reason = text_error(output) if type(output) is str else error_in(output)
+    steps.resolve(call, output, reason, StepRef(NAME, ref.path, ref.message_index, request.call_id, ref.span_id),
+                  from_text=type(output) is str)
+    return True
+
+
+def _asked(requests: list[_Request], tool: Any, call_id: str | None, observation: dict) -> _Request | None:
+    """The earliest request of ``tool`` that a span runs: with its ``call_id`` when both
+    have an id, else with arguments equal to the span's input (a name alone could be an
+    agent's or a graph node's)."""
+    given: Any = _MISSING
+    for asked in requests:
+        if asked.tool != tool:
+            continue
+        if call_id is not None and asked.call_id is not None:
+            if asked.call_id == call_id:
+                return asked
+            continue
+        if given is _MISSING:
+            given = _arguments(text_of(observation.get("input")))
+        try:
+            if _arguments(text_of(asked.arguments)) == given:
+                return asked
+        except RecursionError:  # values nested past Python's stack are no match
+            continue
+    return None
+
+
+def _tool_message(output: Any) -> dict | None:
+    """The fields of the LangChain ToolMessage a tool span outputs (as ``messages_to_dict``'s
+    data, or ``dumpd``'s ``kwargs``), or None when its output is none."""
+    value = _json(output)
+    if type(value) is not dict:
+        return None
+    if value.get("lc") == 1 and type(value.get("kwargs")) is dict:
+        ident = value.get("id")
+        return value["kwargs"] if type(ident) is list and ident and ident[-1] == "ToolMessage" else None
+    return value if value.get("type") == "tool" and "tool_call_id" in value else None
+
+
+def _requests_in(value: Any, ref: StepRef) -> list[_Request]:
+    """The tool calls a generation's ``output`` asks for, in its order: Chat Completions
+    ``tool_calls`` (also under LangChain's ``additional_kwargs``) and ``function_call``,
+    OpenTelemetry GenAI / Responses / Anthropic / LangChain call parts, Gemini
+    ``functionCall``, and Koog's message whose ``finish_reason`` is ``tool_calls`` and whose
+    ``content`` is its calls' JSON text. An explicit stack: the value is the producer's."""
+    found: list[_Request] = []
+    stack: list[Any] = [_json(value)]
+    while stack:
+        item = stack.pop()
+        if type(item) is list:
+            stack.extend(reversed(item))
+            continue
+        if type(item) is not dict:
+            continue
+        function = item.get("function")
+        kind = item.get("type")
+        if type(function) is dict and type(function.get("name")) is str and "arguments" in function:
+            found.append(_Request(function["name"], _id(item.get("id")), function.get("arguments"), ref))
+            continue
+        if type(kind) is str and kind in _CALL_TYPES and type(item.get("name")) is str:
+            given = next((item[key] for key in ("arguments", "input", "args") if key in item), None)
+            found.append(_Request(item["name"], _id(item.get("id")) or _id(item.get("call_id")), given, ref))
+            continue
+        for key in ("functionCall", "function_call"):
+            call = item.get(key)
+            if type(call) is dict and type(call.get("name")) is str:
+                found.append(_Request(call["name"], _id(call.get("id")), call.get("args", call.get("arguments")), ref))
+        koog = _koog_calls(item)
+        if koog is not None:
+            stack.extend(reversed(koog))
+            continue
+        stack.extend(reversed([child for child in item.values() if type(child) is list or type(child) is dict]))
+    return found
+
+
+def _id(value: Any) -> str | None:
+    return value if type(value) is str and value else None
+
+
+def _koog_calls(item: dict) -> list | None:
+    """The calls of a message that Koog records with ``finish_reason`` ``tool_calls`` and
+    its Chat Completions ``tool_calls`` array as the JSON text of its ``content``; else None."""
+    content = item.get("content")
+    if item.get("finish_reason") != "tool_calls" or type(content) is not str or _head(content) != "[":
+        return None
+    calls = _json(content)
+    if type(calls) is not list or not calls or not all(type(c) is dict and type(c.get("function")) is dict
+                                                       for c in calls):
+        return None
+    return calls
 
 
 def _first_text(attributes: dict, keys: tuple[str, ...]) -> str | None:
@@ -227,6 +385,12 @@ def _generation(steps: _TraceSteps, observation: dict, ref: StepRef, seen: set[t
                        text=text))
     elif not asks:
         steps.skip(ref, "GENERATION observation with no output text")
+    if steps.requests is not None:
+        for request in _requests_in(observation.get("output"), StepRef(NAME, f"{ref.path}.output", ref.message_index,
+                                                                      span_id=ref.span_id)):
+            if request.call_id is None or not any(r.call_id == request.call_id and r.tool == request.tool
+                                                  for r in steps.requests):
+                steps.requests.append(request)  # a nested generation may record its parent's request again
     if asks:
         steps.skip(ref, "GENERATION observation's tool calls (read from its TOOL observations)")
     steps.asking = asks
@@ -291,6 +455,9 @@ def _texts(value: Any, plain: str, nested: str | None) -> tuple[list[tuple[str |
             if has_text and text.strip():
                 found.append((role, text))
             if _NESTED.isdisjoint(item):
+                continue
+            if "finish_reason" in item and _koog_calls(item) is not None:
+                asks = True  # its content is its calls' JSON, not its text
                 continue
             content = item.get("content")
             if type(content) is str and not has_text and len(_NESTED.intersection(item)) == 1:

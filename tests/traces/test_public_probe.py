@@ -1,7 +1,8 @@
 """A probe of public traces that no reader was written against (tests/traces/fixtures/public/,
 sources in SOURCES.md): each read through `admiss import`, and held to what the file shows.
 The expected calls, failures and final answers were read off each file by hand (its TOOL
-observations or tool_use blocks, their outputs, its last model turn), not taken from admiss."""
+observations, the SPANs that run a tool a generation asked for, or tool_use blocks, their
+outputs, its last model turn), not taken from admiss."""
 
 from __future__ import annotations
 
@@ -15,6 +16,16 @@ RUBRIC = Path(__file__).parent / "producers" / "any.rubric"
 
 # file: (tool calls in order, those that failed, the final answer's start or None)
 EXPECTED = {
+    # Agno, Koog and LangGraph run each tool in a SPAN observation after the GENERATION that
+    # asked for it (its output's tool_calls: same name, and the same id or arguments).
+    "langfuse_agno_2025_06_11.trace.json": (
+        ["duckduckgo_search"], [], "To find out what's currently trending on Twitter, you can visit"),
+    # Both tools start at one instant: ties keep the file's order (ByeTool's span first).
+    "langfuse_koog_2025_08_26.trace.json": (
+        ["ByeTool", "HelloTool"], [], "Hello my darling Bob! And, bye my dear Bob!"),
+    "langfuse_langgraph_js_2025_10_30.trace.json": (["get_weather"], [], "It's always sunny in San Francisco!"),
+    "langfuse_langgraph_python_2025_08_22.trace.json": (
+        ["Web-Search"], [], 'The search for "example" primarily leads to the website'),
     "langfuse_autogen_2025_06_06.trace.json": ([], [], "Hello World!"),
     "langfuse_claude_agent_2025_12_22.trace.json": (
         ["mcp__weather__get_weather", "mcp__weather__get_weather"], [], "Great! Here's the current weather for both"),

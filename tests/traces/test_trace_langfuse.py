@@ -225,3 +225,103 @@ def test_an_array_of_traces_is_one_run_each():
     runs = read_traces([load(AGENTS), load(ADK)], "many.json")
     assert [(name, [c.tool_name for c in calls(trace)]) for name, trace in runs] == [
         ("many.json#[0]", ["get_weather"]), ("many.json#[1]", ["say_hello"])]
+
+
+# Agno, Koog and LangGraph record a tool's execution as a SPAN observation (SOURCES.md).
+AGNO = "langfuse_agno_2025_06_11.trace.json"
+KOOG = "langfuse_koog_2025_08_26.trace.json"
+LANGGRAPH_JS = "langfuse_langgraph_js_2025_10_30.trace.json"
+LANGGRAPH_PY = "langfuse_langgraph_python_2025_08_22.trace.json"
+BEEAI = "langfuse_beeai_2025_08_01.trace.json"
+
+
+def span_named(value, name):
+    return next(o for o in value["observations"] if o["type"] == "SPAN" and o["name"] == name)
+
+
+def test_a_tool_span_is_the_call_its_generation_asked_for():
+    # Koog's span names its call's id; the request is the generation's, the result the span's.
+    trace = read_trace(load(KOOG))
+    assert [(c.tool_name, c.ref.tool_call_id, c.args, c.result, c.outcome) for c in calls(trace)] == [
+        ("ByeTool", "call_dOeEHJDI0liHrCdFWTpkTsuO", {"name": "Bob"}, "Bye my dear Bob!", "ok"),
+        ("HelloTool", "call_n2HaWg9KFP0BZDqXv6G4b3nJ", {"name": "Bob"}, "Hello my darling Bob!", "ok")]
+    assert [c.result_ref.span_id for c in calls(trace)] == ["33188493784a060d", "66f269083a2fff81"]
+    # Koog writes the calls as its message's content text: they are no assistant text.
+    assert [s.type for s in trace.steps] == ["system", "user", "tool_call", "tool_call", "final_answer"]
+
+
+def test_a_langgraph_tool_span_is_paired_by_its_tool_messages_id_and_gives_its_content():
+    trace = read_trace(load(LANGGRAPH_JS))
+    (call,) = calls(trace)
+    assert (call.tool_name, call.ref.tool_call_id, call.args, call.result) == (
+        "get_weather", "call_VEZJgIQLgzcb80IIyQJm7JCi", {"city": "San Francisco"}, "It's always sunny in San Francisco!")
+    assert call.result_ref.span_id == "c3a547a43cb47b18"  # not the "tools" node around it
+
+
+@pytest.mark.parametrize("name,tool", [(KOOG, "tool.ByeTool"), (LANGGRAPH_JS, "get_weather"),
+                                       (LANGGRAPH_PY, "Web-Search"), (AGNO, "duckduckgo_search")])
+def test_an_error_level_tool_span_is_a_failed_call(name, tool):
+    value = load(name)
+    span_named(value, tool).update(level="ERROR", statusMessage="TimeoutError: tool took too long")
+    failed = [c for c in calls(read_trace(value)) if c.outcome == "error"]
+    assert [c.error for c in failed] == ["TimeoutError: tool took too long"]
+
+
+def test_a_tool_span_whose_tool_message_has_status_error_failed():
+    # LangGraph's ToolNode answers a tool's exception with a ToolMessage of status "error".
+    value = load(LANGGRAPH_JS)
+    span = span_named(value, "get_weather")
+    span["output"] = span["output"].replace('"status":"success","content":"It\'s always sunny in San Francisco!"',
+                                            '"status":"error","content":"Error: ValueError(\'no such city\')"')
+    (call,) = calls(read_trace(value))
+    assert (call.outcome, call.error) == ("error", "Error: ValueError('no such city')")
+    value = load(LANGGRAPH_PY)
+    span = span_named(value, "Web-Search")
+    span["output"] = span["output"].replace('"status": "success"', '"status": "error"')
+    (call,) = calls(read_trace(value))
+    assert call.outcome == "error"
+
+
+def test_a_span_with_a_tools_name_but_other_arguments_and_no_id_is_no_call():
+    # Agno's span has no call id: only the arguments tie it to the request.
+    value = load(AGNO)
+    span_named(value, "duckduckgo_search")["input"] = '{"query": "something else"}'
+    trace = read_trace(value)
+    assert calls(trace) == [] and "SPAN observation" in [s.reason for s in trace.skipped]
+
+
+def test_a_span_no_generation_asked_for_is_no_call():
+    value = load(KOOG)
+    for observation in value["observations"]:  # the model's request taken out: its content is text again
+        if observation["type"] == "GENERATION" and "ByeTool" in str(observation["output"]):
+            observation["output"] = json.dumps([{"role": "assistant", "content": "Hi Bob!"}])
+    trace = read_trace(value)
+    assert calls(trace) == []
+
+
+def test_a_span_openinference_marks_as_no_tool_is_no_call():
+    value = load(AGNO)
+    span = span_named(value, "duckduckgo_search")
+    assert '"openinference.span.kind":"TOOL"' in span["metadata"]
+    span["metadata"] = span["metadata"].replace('"openinference.span.kind":"TOOL"', '"openinference.span.kind":"AGENT"')
+    assert calls(read_trace(value)) == []
+
+
+def test_beeais_tool_calls_are_not_read():
+    # BeeAI's agent.react.update spans name the tool the agent chose (OpenInference kind AGENT)
+    # and its generations record no output: no request is read, so no span is a call, and
+    # its two tool calls (Wikipedia, OpenMeteoTool) are missing (docs/traces.md says so).
+    trace = read_trace(load(BEEAI))
+    assert calls(trace) == [] and trace.final_answer is None
+
+
+def test_deep_hostile_tool_spans_never_raise():
+    deep = "[" * 50000 + "]" * 50000
+    asked = {"role": "assistant", "content": None,
+             "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "t", "arguments": deep}}]}
+    value = {"trace": {}, "observations": [
+        {"type": "GENERATION", "startTime": "1", "output": json.dumps(asked)},
+        {"type": "GENERATION", "startTime": "2", "output": deep},
+        {"type": "SPAN", "name": "t", "startTime": "3", "input": deep, "output": deep}]}
+    (call,) = calls(read_trace(value, "t.json"))
+    assert call.tool_name == "t" and call.outcome == "bad_args"

@@ -495,12 +495,13 @@ def _chat_message(item: Any) -> tuple[list[tuple[str | None, str]], bool] | None
 
 
 def _trace(steps: _TraceSteps) -> Trace:
-    """The Trace; a run whose last model turn asks for tools that no TOOL observation after
-    it ran has no final answer (its text before them is the agent's, not its answer)."""
+    """The Trace; a run whose last model turn asks for tools that no TOOL observation (or
+    tool SPAN) after it ran has no final answer (its text before them is the agent's, not its answer)."""
     trace = steps.trace(steps.model)
     if not steps.asking or not trace.steps or trace.steps[-1].type != FINAL_ANSWER:
         return trace
     last = trace.steps[-1]
-    note = Skipped(last.ref, "the run ends on a model turn that asks for tools no TOOL observation ran: no final answer")
+    note = Skipped(last.ref, "the run ends on a model turn that asks for tools no TOOL observation or tool SPAN "
+                             "ran: no final answer")
     return Trace(trace.format, trace.steps[:-1] + (Step(ASSISTANT_TEXT, last.ref, text=last.text),), trace.model,
                  trace.skipped + (note,))

@@ -254,7 +254,8 @@ def test_a_langgraph_tool_span_is_paired_by_its_tool_messages_id_and_gives_its_c
     trace = read_trace(load(LANGGRAPH_JS))
     (call,) = calls(trace)
     assert (call.tool_name, call.ref.tool_call_id, call.args, call.result) == (
-        "get_weather", "call_VEZJgIQLgzcb80IIyQJm7JCi", {"city": "San Francisco"}, "It's always sunny in San Francisco!")
+        "get_weather", "call_VEZJgIQLgzcb80IIyQJm7JCi", {"city": "San Francisco"},
+        "It's always sunny in San Francisco!")
     assert call.result_ref.span_id == "c3a547a43cb47b18"  # not the "tools" node around it
 
 
@@ -303,7 +304,8 @@ def test_a_span_openinference_marks_as_no_tool_is_no_call():
     value = load(AGNO)
     span = span_named(value, "duckduckgo_search")
     assert '"openinference.span.kind":"TOOL"' in span["metadata"]
-    span["metadata"] = span["metadata"].replace('"openinference.span.kind":"TOOL"', '"openinference.span.kind":"AGENT"')
+    span["metadata"] = span["metadata"].replace('"openinference.span.kind":"TOOL"',
+                                                '"openinference.span.kind":"AGENT"')
     assert calls(read_trace(value)) == []
 
 

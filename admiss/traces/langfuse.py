@@ -85,6 +85,10 @@ class _TraceSteps(Steps):
     model: str | None = None
     asking: bool = False
     requests: list[_Request] | None = None
+    # The observations a TOOL observation runs under: a SPAN among them wraps that tool's run
+    # and is never a call itself (read as one, a sound wrapper beside its failed TOOL would
+    # be a false pass).
+    around_tools: frozenset = frozenset()
 
 
 def read(value: Any, name: str) -> Trace:
@@ -107,6 +111,7 @@ def read(value: Any, name: str) -> Trace:
     steps = _TraceSteps(NAME, name)
     if spans:
         steps.requests = []
+        steps.around_tools = _around_tools(observations)
     seen: set[tuple[str, str]] = set()
     for _, i, at, observation in order:
         kind = observation.get("type")
@@ -223,6 +228,8 @@ def _tool(steps: _TraceSteps, observation: dict, level: str, ref: StepRef, name:
 def _span(steps: _TraceSteps, observation: dict, level: str, ref: StepRef) -> bool:
     """Whether a SPAN observation runs a call a generation before it asked for (module
     docstring); when it does, that call is read with the span's output as its result."""
+    if observation.get("id") in steps.around_tools:
+        return False
     attributes = _attributes(observation)
     marked = attributes.get("openinference.span.kind")
     if marked is not None and marked != "TOOL":
@@ -257,6 +264,22 @@ def _span(steps: _TraceSteps, observation: dict, level: str, ref: StepRef) -> bo
     steps.resolve(call, output, reason, StepRef(NAME, ref.path, ref.message_index, request.call_id, ref.span_id),
                   from_text=type(output) is str)
     return True
+
+
+def _around_tools(observations: list) -> frozenset:
+    """The ids of the observations that TOOL observations run under, at any depth (an
+    explicit walk up ``parentObservationId``; a cycle or a missing parent ends it)."""
+    parents = {o["id"]: o.get("parentObservationId") for o in observations
+               if type(o) is dict and type(o.get("id")) is str}
+    around: set[str] = set()
+    for observation in observations:
+        if type(observation) is not dict or observation.get("type") != "TOOL":
+            continue
+        parent = observation.get("parentObservationId")
+        while type(parent) is str and parent not in around:
+            around.add(parent)
+            parent = parents.get(parent)
+    return frozenset(around)
 
 
 def _asked(requests: list[_Request], tool: Any, call_id: str | None, observation: dict) -> _Request | None:

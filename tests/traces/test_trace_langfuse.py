@@ -309,6 +309,18 @@ def test_a_span_openinference_marks_as_no_tool_is_no_call():
     assert calls(read_trace(value)) == []
 
 
+def test_a_span_around_a_tool_observation_is_not_a_second_call():
+    # A wrapper SPAN with the tool's name and input, whose TOOL observation inside it failed:
+    # read as a call of its own, its sound output beside the failed TOOL was a false pass.
+    value = load(AGNO)
+    span = span_named(value, "duckduckgo_search")
+    value["observations"].append(dict(span, id="0000000000tool01", type="TOOL", parentObservationId=span["id"],
+                                      level="ERROR", statusMessage="RateLimitError: search quota spent",
+                                      output=None))
+    failed = [(c.tool_name, c.outcome, c.error) for c in calls(read_trace(value))]
+    assert failed == [("duckduckgo_search", "error", "RateLimitError: search quota spent")]
+
+
 def test_beeais_tool_calls_are_not_read():
     # BeeAI's agent.react.update spans name the tool the agent chose (OpenInference kind AGENT)
     # and its generations record no output: no request is read, so no span is a call, and

@@ -123,10 +123,11 @@ def run_cli(case: Path, output_format: str, *more: str) -> subprocess.CompletedP
 
 
 def location_pattern(file: str, diagnostic: dict) -> str:
-    """``file:line:col: CODE`` (or ``file: CODE`` for a diagnostic with no position)."""
+    """``file:line:col: CODE``, the position the case pins; a case that pins none (a trace
+    error, which the API raises from a parsed value with no text) takes the CLI's
+    ``file:line:col: CODE`` or ``file: CODE`` alike: the CLI locates it in the file's text."""
     where = re.escape(file)
-    if "line" in diagnostic:
-        where += f":{diagnostic['line']}:{diagnostic['column']}"
+    where += f":{diagnostic['line']}:{diagnostic['column']}" if "line" in diagnostic else r"(:\d+:\d+)?"
     return rf"(^|[\s/\\]){where}: {diagnostic['code']}\b"
 
 

@@ -228,7 +228,8 @@ def _tool(steps: _TraceSteps, observation: dict, level: str, ref: StepRef, name:
 def _span(steps: _TraceSteps, observation: dict, level: str, ref: StepRef) -> bool:
     """Whether a SPAN observation runs a call a generation before it asked for (module
     docstring); when it does, that call is read with the span's output as its result."""
-    if observation.get("id") in steps.around_tools:
+    given = observation.get("id")
+    if type(given) is str and given in steps.around_tools:  # an id that is no text wraps nothing
         return False
     attributes = _attributes(observation)
     marked = attributes.get("openinference.span.kind")

@@ -321,6 +321,13 @@ def test_a_span_around_a_tool_observation_is_not_a_second_call():
     assert failed == [("duckduckgo_search", "error", "RateLimitError: search quota spent")]
 
 
+def test_a_tool_span_whose_id_is_no_text_is_read_without_a_crash():
+    # An id that is a list was looked up among the TOOL observations' parents: TypeError.
+    value = load(AGNO)
+    span_named(value, "duckduckgo_search")["id"] = []
+    assert [c.tool_name for c in calls(read_trace(value))] == ["duckduckgo_search"]
+
+
 def test_beeais_tool_calls_are_not_read():
     # BeeAI's agent.react.update spans name the tool the agent chose (OpenInference kind AGENT)
     # and its generations record no output: no request is read, so no span is a call, and

@@ -157,7 +157,7 @@ class CheckRun:
             return self.error_outcome(unit, unit.diagnostics[0].file or "")
         from admiss.traces.build import located_at
 
-        name, value, text, where = unit
+        name, value, text, where, _ = unit
         try:
             return self.runs_outcome(value, name, name, lambda error, _: located_at(error, text, where))
         except AdmissError as error:

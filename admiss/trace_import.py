@@ -13,9 +13,10 @@ from admiss.files import reading
 from admiss.jsonio import dumps_indented, dumps_line
 from admiss.units import line_text, units_of
 
-# A trace unit: its name, JSON value, text, and where the text stands in its file (the line
-# it starts after; for an event log, the line each of its values starts at), to locate errors.
-TraceUnit = tuple[str, Any, str, "int | list[int]"]
+# A trace unit: its name, JSON value, text, where the text stands in its file (the line it
+# starts after; for an event log, the line each of its values starts at), and the file's
+# name when the unit is one line of it (named file:N), to locate errors.
+TraceUnit = tuple[str, Any, str, "int | list[int]", "str | None"]
 
 
 def import_traces(rubric, paths: list[Path], trace_format: str | None) -> int:
@@ -29,10 +30,10 @@ def import_traces(rubric, paths: list[Path], trace_format: str | None) -> int:
         if isinstance(unit, AdmissError):
             runs: list = [(None, unit)]
         else:
-            name, value, text, where = unit
+            name, value, text, where, file = unit
             runs = rubric.import_runs(value, name, trace_format)
-            runs = [(run_name, located_at(run, text, where) if isinstance(run, TraceError) else run)
-                    for run_name, run in runs]
+            runs = [(run_name, located_at(run, text, where, file, run_name[len(name):])
+                     if isinstance(run, TraceError) else run) for run_name, run in runs]
         for run_name, run in runs:
             sys.stdout.flush()
             if isinstance(run, AdmissError):
@@ -84,7 +85,7 @@ def trace_units(paths: list[Path]) -> Iterator[TraceUnit | AdmissError]:
                 if number:
                     text = line_text(text, path_name, number)
                 yield name, parse_bundle_text(text, path_name, number - 1 if number else 0), text, \
-                    number - 1 if number else 0
+                    number - 1 if number else 0, path_name if number else None
             except AdmissError as error:
                 yield error
 
@@ -118,4 +119,4 @@ def _event_log(path: Path) -> TraceUnit:
         if line.strip():
             values.append(parse_bundle_text(line, name, number - 1))
             starts.append(number)
-    return name, values, text, starts
+    return name, values, text, starts, None

@@ -183,10 +183,10 @@ def _submitted(steps: Steps) -> None:
 # ---------------------------------------------------------------- the .eval zip
 
 
-def eval_file_samples(path: str | Path) -> Iterator[tuple[str, Any, str, int]]:
+def eval_file_samples(path: str | Path) -> Iterator[tuple[str, Any, str, int, None]]:
     """Each sample of the ``.eval`` log at ``path`` in the zip's order: its entry's name, its
-    JSON value, its text and 0 (the line its text starts after); TraceError B027 for a zip
-    that is broken or breaks a bound."""
+    JSON value, its text, 0 (the line its text starts after) and None (it is no file's
+    line); TraceError B027 for a zip that is broken or breaks a bound."""
     from admiss.bundle import parse_bundle_text
 
     name = str(path)
@@ -214,7 +214,7 @@ def eval_file_samples(path: str | Path) -> Iterator[tuple[str, Any, str, int]]:
             except UnicodeDecodeError:
                 _zip_fail(name, f"{info.filename}: not UTF-8 text")
             entry = f"{name}#{info.filename}"
-            yield entry, parse_bundle_text(text, entry), text, 0
+            yield entry, parse_bundle_text(text, entry), text, 0, None
 
 
 def _entry_bytes(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> bytes:

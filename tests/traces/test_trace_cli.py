@@ -94,16 +94,18 @@ def test_import_of_a_bad_trace_is_a_located_error(admiss_cli, tmp_path):
     assert ran.code == 2 and "B022" in ran.err and "messages[0]" in ran.err
 
 
+@pytest.mark.parametrize("command", ["check", "import"])
 @pytest.mark.parametrize("layout", ["json", "jsonl", "runs"])
-def test_check_locates_a_trace_error_with_line_column_and_caret(admiss_cli, tmp_path, layout):
-    # The same located error, file:line:col with the line quoted and a caret, as a bundle's.
+def test_check_and_import_locate_a_trace_error_with_line_column_and_caret(admiss_cli, tmp_path, layout, command):
+    # The same located error, file:line:col with the line quoted and a caret, as a bundle's
+    # (import once named a .jsonl line's error file:N:N:col).
     run = '{"messages": [\n  {"role": "user", "content": "hi"},\n  {"role": "tool", "tool_call_id": "nope", "content": "x"}\n]}'
     one_line = json.dumps(json.loads(run))
     text, name = {"json": (run, "t.json"), "jsonl": ('{"messages": []}\n' + one_line + "\n", "t.jsonl"),
                   "runs": ("[" + one_line + "]", "t.json")}[layout]
     path = tmp_path / name
     path.write_text(text)
-    ran = admiss_cli("check", "--rubric", RUBRIC, path)
+    ran = admiss_cli(command, "--rubric", RUBRIC, path)
     _no_traceback(ran)
     line = 3 if layout == "json" else 2 if layout == "jsonl" else 1
     source = text.split("\n")[line - 1]

@@ -41,7 +41,7 @@ def test_a_log_of_several_samples_read_as_one_trace_is_refused():
 def test_the_eval_zip_gives_the_same_runs_as_the_json_log():
     for task in ("generate", "react"):
         from_json = [t for _, t in read_traces(json.loads((FIXTURES / f"inspect_{task}.json").read_text()))]
-        from_zip = [read_trace(value, name) for name, value, _, _ in eval_file_samples(FIXTURES / f"inspect_{task}.eval")]
+        from_zip = [read_trace(value, name) for name, value, _, _, _ in eval_file_samples(FIXTURES / f"inspect_{task}.eval")]
         assert [[(s.type, s.tool_name, s.outcome, s.text) for s in t.steps] for t in from_zip] == \
                [[(s.type, s.tool_name, s.outcome, s.text) for s in t.steps] for t in from_json]
 

@@ -220,12 +220,12 @@ class CheckRun:
 def check_telemetry(options: CheckOptions):
     """OpenTelemetry out for ``admiss check`` (admiss/integrations/otel.py), or None when
     neither an OTEL_* variable nor a [telemetry] table asks for it."""
-    from admiss.configfile import find_config, may_have_table
+    from admiss.configfile import find_config, may_ask_for_telemetry, may_have_table
 
     path = find_config(options.config, options.rubric)
-    named = path is not None and may_have_table(path, "telemetry")
-    if not named and not any(name.startswith("OTEL_") for name in os.environ):
+    if not may_ask_for_telemetry(path):
         return None  # start-up time: neither the config reader nor the integration is imported
+    named = path is not None and may_have_table(path, "telemetry")
     from admiss.config import read_config
     from admiss.integrations.otel import telemetry_for
 

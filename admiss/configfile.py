@@ -4,10 +4,10 @@ start-up time (``python -X importtime``) that a run with no such table need not 
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
-
-from admiss.errors import Diagnostic, InputError
+from typing import Mapping
 
 CONFIG_NAME = "admiss.toml"
 
@@ -17,6 +17,9 @@ def find_config(explicit: Path | None = None, rubric: Path | None = None, cwd: P
     ``admiss.toml`` beside the rubric, else in the working folder; None when there is none."""
     if explicit is not None:
         if not explicit.is_file():
+            # Imported here: admiss check starts its telemetry before it imports attrs (launch.py).
+            from admiss.errors import Diagnostic, InputError
+
             raise InputError([Diagnostic("E001", f"config file not found: {explicit}", file=str(explicit))])
         return explicit
     folders = ([rubric.parent] if rubric is not None else []) + [cwd or Path.cwd()]
@@ -36,3 +39,9 @@ def may_have_table(path: Path, table: str) -> bool:
     except (OSError, UnicodeDecodeError):
         return True
     return re.search(rf"^\s*\[.*{re.escape(table)}", text, re.MULTILINE) is not None
+
+
+def may_ask_for_telemetry(path: Path | None, environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether OpenTelemetry out may be asked for: an ``OTEL_*`` variable is set, or the
+    config file at ``path`` may have a ``[telemetry]`` table."""
+    return (path is not None and may_have_table(path, "telemetry")) or any(name.startswith("OTEL_") for name in environ)

@@ -27,6 +27,13 @@ _REPORTS = ("lean", "full")
 
 def quick_check_arguments(argv: list[str]):
     """(bundle paths, CheckOptions) for a plain ``check`` command line, else None (typer's turn)."""
+    given = _quick_check_given(argv)
+    return None if given is None else (given[0], _options(given[1]))
+
+
+def _quick_check_given(argv: list[str]) -> tuple[list[Path], dict[str, object]] | None:
+    """(bundle paths, the options given by CheckOptions field) for a plain ``check``
+    command line, else None."""
     if not argv or argv[0] != "check":
         return None
     given: dict[str, object] = {}
@@ -54,7 +61,23 @@ def quick_check_arguments(argv: list[str]):
         given[field] = value
     if not paths or "" in paths:
         return None
-    return [Path(p) for p in paths], _options(given)
+    return [Path(p) for p in paths], given
+
+
+def _start_telemetry(given: dict[str, object]) -> None:
+    """Start OpenTelemetry's exporter process first thing when the run may ask for it
+    (admiss/integrations/otel.py's start_exporter): its start-up then runs while this
+    process imports the checker and compiles the rubric."""
+    from admiss.configfile import find_config, may_ask_for_telemetry, may_have_table
+
+    rubric, config = given.get("rubric"), given.get("config")
+    if config and not Path(str(config)).is_file():
+        return  # the run says what is wrong
+    path = find_config(Path(str(config)) if config else None, Path(str(rubric)) if rubric else None)
+    if may_ask_for_telemetry(path):
+        from admiss.integrations.otel import start_exporter
+
+        start_exporter(path is not None and may_have_table(path, "telemetry"))
 
 
 def _plain_value(field: str, value: str | None) -> bool:
@@ -110,7 +133,10 @@ def terminate_cleanly() -> Iterator[None]:
 def main() -> None:
     # Shell completion runs the command with _ADMISS_COMPLETE set: typer answers it.
     completing = any(name.startswith("_ADMISS_COMPLETE") for name in os.environ)
-    parsed = None if completing else quick_check_arguments(sys.argv[1:])
+    given = None if completing else _quick_check_given(sys.argv[1:])
+    if given is not None:
+        _start_telemetry(given[1])
+    parsed = None if given is None else (given[0], _options(given[1]))
     if parsed is None:
         from admiss.cli import main as typer_main
 

@@ -32,7 +32,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, NamedTuple
 
-from admiss import __version__, jsonio
+from admiss import __version__
 from admiss.integrations import otlp_wire
 
 if TYPE_CHECKING:  # the exporter process starts without the config reader
@@ -203,7 +203,9 @@ class Telemetry:
                    "policies": policies, "traceparent": traceparent, "tracestate": tracestate,
                    "started_ns": started_ns, "ended_ns": time.time_ns()}
         if self._ships:
-            self._channel.put(b"R", 1, jsonio.dumps_line(request) + b"\n")
+            from admiss.jsonio import dumps_line  # only the gateway's requests go as JSON
+
+            self._channel.put(b"R", 1, dumps_line(request) + b"\n")
         else:
             request_records(request, self.tracer, self._events)
 
@@ -495,19 +497,18 @@ class _Channel:
                  requests: bool = False):
         """``requests``: the gateway's requests are sent (b"R" frames, JSON lines) for the
         exporter process to make their spans and events."""
-        import importlib.util
-        import subprocess
         import threading
 
         # Said here, not by the exporter process: the extra missing is the run's own message.
-        for needed in ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http"):
-            if importlib.util.find_spec(needed) is None:
-                raise ModuleNotFoundError(f"No module named {needed!r}", name=needed)
+        missing = _missing_module()
+        if missing is not None:
+            raise ModuleNotFoundError(f"No module named {missing!r}", name=missing)
         endpoints = {signal: _endpoint(signal, plan, environ) or "" for signal in signals}
-        command = [sys.executable, "-m", "admiss.integrations.otel", json.dumps(
-            {"endpoints": endpoints, "resource": resource_attributes(plan, environ), "requests": requests})]
-        # Its stdout: one line at its end, what it sent and what failed (export_main).
-        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=dict(environ))
+        self.process = _exporter_process(environ)
+        # Its setup is its first line of input (it may have been started before it was known).
+        self.process.stdin.write(json.dumps({"endpoints": endpoints, "resource": resource_attributes(plan, environ),
+                                             "requests": requests}).encode() + b"\n")
+        self.process.stdin.flush()
         self.limit = _queue_size(environ)
         self.sizes = {_KINDS[signal]: _batch_size(signal, environ) for signal in SIGNALS}
         self.sizes[b"R"] = _WRITE_EVERY
@@ -625,6 +626,56 @@ class _Channel:
             sys.stderr.write(f"admiss: telemetry: {self.dropped} {self.what} were dropped in all\n")
         for line in _exporter_said(said, code, self.handed, self.what):
             sys.stderr.write(f"admiss: telemetry: {line}\n")
+
+
+# The exporter process start_exporter started: (the process, the environment it has, the
+# process that started it), for the first _Channel of that process to take.
+_STARTED: list[tuple[Any, dict[str, str], int]] = []
+
+
+def start_exporter(table: bool, environ: Mapping[str, str] = os.environ) -> None:
+    """Start the exporter process now, when admiss check has only seen that telemetry may
+    be on (``table``: admiss.toml may have a [telemetry] table; else the OTEL_* variables
+    say), before it imports the rest of itself, reads its config and compiles the rubric:
+    the exporter's start-up (0.1 s of CPU importing the SDK and requests) runs meanwhile,
+    on the other core, where it began 0.15-0.2 s into a run and the run waited for it at
+    its end. Its setup comes later from the run's _Channel, on its stdin; when none comes
+    (the table turned nothing on), this process's end ends it."""
+    if _missing_module() is not None or (not table and plan_for(None, environ) is None):
+        return
+    _STARTED.append((_spawned(environ), dict(environ), os.getpid()))
+
+
+def _exporter_process(environ: Mapping[str, str]) -> Any:
+    """The exporter process start_exporter started, if it has ``environ``; else a new one."""
+    if _STARTED:
+        process, started_with, starter = _STARTED.pop()
+        # A --jobs worker forked from the run has its own exporter: the run's is the run's.
+        if starter == os.getpid() and started_with == dict(environ):
+            return process
+        _STARTED.append((process, started_with, starter))
+    return _spawned(environ)
+
+
+def _spawned(environ: Mapping[str, str]) -> Any:
+    import subprocess
+
+    # Its stdout: one line at its end, what it sent and what failed (export_main).
+    return subprocess.Popen([sys.executable, "-m", "admiss.integrations.otel"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, env=dict(environ))
+
+
+def _missing_module() -> str | None:
+    """The module of the otel extra that is not installed, if one is not."""
+    import importlib.util
+
+    for needed in ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http"):
+        try:
+            if importlib.util.find_spec(needed) is None:
+                return needed
+        except ModuleNotFoundError:  # a parent is missing, or is no package
+            return needed
+    return None
 
 
 def _exporter_said(said: bytes, code: int, handed: int, what: str) -> list[str]:
@@ -867,6 +918,9 @@ class _Requests:
     made into spans and events, which go to their signal's batches."""
 
     def __init__(self, batches: dict[bytes, "_Batches"]):
+        from admiss.jsonio import loads_any  # admiss check's exporter reads no JSON: orjson's 12 ms not spent
+
+        self.loads = loads_any
         self.batches = batches
         self.spans = _WireSpans(self) if b"T" in batches else None
         self.events = _WireEvents(self) if b"L" in batches else None
@@ -880,7 +934,7 @@ class _Requests:
             if not line:
                 continue
             try:
-                request_records(jsonio.loads_any(line), self.spans, self.events)
+                request_records(self.loads(line), self.spans, self.events)
             except Exception as error:  # noqa: BLE001 - one request's telemetry must not end the others'
                 sys.stderr.write(f"admiss: telemetry: a request's spans and events could not be made: "
                                  f"{type(error).__name__}: {error}\n")
@@ -964,47 +1018,63 @@ def _positive(environ: Mapping[str, str], name: str, default: int) -> int:
     return int(value) if value.isdigit() and int(value) > 0 else default
 
 
-def export_main(setup: Mapping[str, Any], environ: Mapping[str, str] = os.environ) -> None:
-    """The exporter process: framed records from stdin (see _Channel) to their endpoints,
-    until end of input, when it sends what it holds."""
+def export_main(environ: Mapping[str, str] = os.environ) -> None:
+    """The exporter process: its setup (a JSON line, see _Channel), then framed records,
+    from stdin (see _Channel) to their endpoints, until end of input, when it sends what it
+    holds. End of input before a setup (telemetry turned out to be off, see
+    start_exporter) ends it at once, quietly."""
     import queue
     import threading
 
-    # Read from the start, while the SDK is imported (0.25 s of CPU): a pipe left unread
-    # fills in a few ms, and admiss check would wait on it.
+    # Read from the start, while the SDK is imported: a pipe left unread fills in a few
+    # ms, and admiss check would wait on it.
     chunks: queue.SimpleQueue = queue.SimpleQueue()
     threading.Thread(target=_read_into, args=(sys.stdin.buffer.fileno(), chunks), daemon=True).start()
+    # What any setup needs is imported before the setup is read: this process is started
+    # as soon as the CLI sees that telemetry may be on (start_exporter), and these
+    # imports (0.1 s of CPU, requests' 50 ms of it) run while the CLI imports its own
+    # modules and compiles the rubric.
+    import requests  # noqa: F401 - the SDK's HTTP transport imports it on first use
+    from opentelemetry.exporter.otlp.common.http import _OTLPHTTPClient  # noqa: F401
+    from opentelemetry.exporter.otlp.proto.http import _common  # noqa: F401
     from opentelemetry.sdk.resources import Resource
 
+    pending = bytearray()
+    while b"\n" not in pending:
+        chunk = chunks.get()
+        if not chunk:
+            return  # no setup came: nothing to send, nothing to say
+        pending += chunk
+    line, _, rest = bytes(pending).partition(b"\n")
+    pending = bytearray(rest)
+    setup = json.loads(line)
     resource = otlp_wire.resource_message(Resource.create(setup["resource"]).attributes)
     batches = {_KINDS[signal]: _Batches(signal, endpoint or None, resource, environ)
                for signal, endpoint in setup["endpoints"].items()}
     if setup.get("requests"):  # the gateway's: its requests' spans and events are made here
         batches[b"R"] = _Requests(batches)
-    pending = bytearray()
-    while True:
-        due = [b.due for b in batches.values() if b.due is not None]
-        try:
-            chunk = chunks.get(timeout=max(0.0, min(due) - time.monotonic()) if due else None)
-        except queue.Empty:
-            chunk = b"-"  # only time has passed
-        if not chunk:
-            break
-        if chunk != b"-":
-            pending += chunk
-            used = 0
-            while len(pending) - used >= 9:
-                count, length = _FRAME_HEAD(pending, used + 1)
-                end = used + 9 + length
-                if end > len(pending):
-                    break
-                batches[bytes(pending[used:used + 1])].add(count, bytes(pending[used + 9:end]))
-                used = end
-            del pending[:used]
+    while True:  # what came with the setup line is read first
+        used = 0
+        while len(pending) - used >= 9:
+            count, length = _FRAME_HEAD(pending, used + 1)
+            end = used + 9 + length
+            if end > len(pending):
+                break
+            batches[bytes(pending[used:used + 1])].add(count, bytes(pending[used + 9:end]))
+            used = end
+        del pending[:used]
         now = time.monotonic()
         for held in batches.values():
             if held.due is not None and held.due <= now:
                 held.send()
+        due = [b.due for b in batches.values() if b.due is not None]
+        try:
+            chunk = chunks.get(timeout=max(0.0, min(due) - time.monotonic()) if due else None)
+        except queue.Empty:
+            continue  # only time has passed
+        if not chunk:
+            break
+        pending += chunk
     for held in batches.values():
         held.send()
     for held in batches.values():
@@ -1026,7 +1096,7 @@ _FRAME_HEAD = struct.Struct("<II").unpack_from
 
 
 if __name__ == "__main__":
-    export_main(json.loads(sys.argv[1]))
+    export_main()
     # All is sent: admiss check waits for this process's end, and the interpreter's
     # teardown of the SDK's and requests' modules cost some 40 ms of CPU more.
     sys.stderr.flush()

@@ -190,3 +190,39 @@ def test_without_the_extra_installed_the_check_runs_and_says_so(tmp_path):
     assert result.returncode == 1, result.stderr  # the chain's json_valid gate fails, as without telemetry
     assert json.loads(result.stdout)["verdict"] == "fail"
     assert "pip install 'admiss[otel]'" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_an_exporter_started_before_the_setup_is_known_sends_the_runs_events(receiver):
+    # admiss check starts its exporter process first thing (launch.py), before it has read
+    # its config: the run's telemetry takes that process and hands it its setup.
+    from admiss import compile_source
+    from admiss.integrations import otel
+
+    env = plain_env(OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url)
+    otel.start_exporter(False, env)
+    started = otel._STARTED[-1][0]
+    telemetry = otel.telemetry_for(None, env, spans=False)
+    assert telemetry._channel.process is started and not otel._STARTED
+    telemetry.report(compile_source(RUBRIC).check(BUNDLE))
+    telemetry.close()
+    assert started.returncode == 0
+    assert_bundle_events(receiver)
+
+
+def test_an_exporter_started_for_nothing_ends_quietly_at_the_end_of_its_input():
+    # A [telemetry] table that turns nothing on: the exporter started on seeing the table
+    # gets no setup, and ends without a word when the run's end closes its input.
+    from admiss.integrations import otel
+
+    otel.start_exporter(True, plain_env())
+    process = otel._STARTED.pop()[0]
+    process.stdin.close()
+    assert process.wait(30) == 0
+    assert process.stdout.read() == b""
+
+
+def test_a_table_that_turns_nothing_on_checks_as_without_telemetry(tmp_path):
+    rubric, bundle = write_case(tmp_path, "[telemetry]\ntraces = false\nlogs = false\n")
+    result = check(tmp_path, "--rubric", str(rubric), "--format", "json", str(bundle), env=plain_env())
+    assert result.returncode == 1 and json.loads(result.stdout)["verdict"] == "fail"
+    assert result.stderr == ""

@@ -17,19 +17,23 @@ every request the gateway with telemetry on answered.
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import tempfile
+import time
 import urllib.request
 from pathlib import Path
+from typing import NamedTuple
 
 from benchmarks import admiss_probe, bench_gateway, datagen
 from benchmarks.bench_batch import ITEMS, PROPERTIES, admiss_check_command, complaints
 from benchmarks.settings import Settings
-from benchmarks.tables import bytes_text, print_section, print_table, seconds_text, target_text
-from benchmarks.timing import Timing, run_process
+from benchmarks.tables import bytes_text, print_section, print_table, target_text
+from benchmarks.timing import ProcessRun, run_process
 
 TARGET_BATCH = 1.05  # on / off, batch time
 TARGET_GATEWAY_MS = 0.2  # on - off, added median
+PROBE = Path(__file__).with_name("cpu_probe")
 
 
 def _telemetry_table(port: int) -> str:
@@ -54,41 +58,127 @@ def run(settings: Settings) -> None:
     print()
 
 
+class _Run(NamedTuple):
+    """One ``admiss check`` run: seconds of wall clock, and of CPU in the checking process and
+    in its telemetry exporter; when the exporter started and ended and when the check ended
+    (seconds after the run was launched; the starts to a clock tick, 10 ms)."""
+
+    wall: float
+    check_cpu: float
+    exporter_cpu: float
+    exporter_started: float | None
+    exporter_ended: float | None
+    check_ended: float | None
+
+
+def _probed_env(folder: Path) -> dict[str, str]:
+    """This environment for runs whose processes each say their CPU (cpu_probe/), with
+    bytecode cached as an installed admiss has it: a PYTHONDONTWRITEBYTECODE environment
+    would make every run compile admiss's modules, some 20-30 ms in each process."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    path = os.pathsep.join(filter(None, [str(PROBE), env.get("PYTHONPATH")]))
+    return {**env, "PYTHONPATH": path, "PYTHONPYCACHEPREFIX": str(folder / "bytecode"),
+            "ADMISS_BENCH_PROBE": str(folder / "probe.jsonl")}
+
+
+def _probed_run(command: list[str], out: Path, env: dict[str, str]) -> tuple[ProcessRun, _Run]:
+    said = Path(env["ADMISS_BENCH_PROBE"])
+    said.unlink(missing_ok=True)
+    launched = time.clock_gettime(time.CLOCK_BOOTTIME)
+    run = run_process(command, stdout=out, env=env)
+    lines = [json.loads(line) for line in said.read_text().splitlines()] if said.exists() else []
+    checks = [line for line in lines if line["argv"][1:] == ["check"]]
+    check = (checks or [None])[0]
+    # The exporter: the check's child running otel.py's program (-c), or the module (-m, before).
+    exporters = [line for line in lines if check and line["ppid"] == check["pid"]
+                 and (line["argv"][0] == "-c" or line["argv"][0].endswith("otel.py"))]
+    exporter = (exporters or [None])[0]
+    return run, _Run(run.seconds, check["cpu"] if check else run.cpu_seconds,
+                     sum(line["cpu"] for line in exporters),
+                     exporter["started"] - launched if exporter else None,
+                     exporter["ended"] - launched if exporter else None,
+                     check["ended"] - launched if check else None)
+
+
+def _median(runs: list[_Run], field: str) -> float | None:
+    values = [getattr(run, field) for run in runs if getattr(run, field) is not None]
+    return statistics.median(values) if values else None
+
+
+def _ms(seconds: float | None) -> str:
+    return "" if seconds is None else f"{seconds * 1000:.0f} ms"
+
+
 def _batch(settings: Settings, port: int) -> str:
     print_section("telemetry: admiss check --format json over a JSONL file, telemetry off vs on (a loopback receiver)")
     count = settings.batch_bundles // 5
+    sizes = (count, count * 5)  # two sizes: what telemetry adds per run, and per bundle
     props = datagen.properties(PROPERTIES)
     if admiss_probe.cli_command() is None:
         verdict = target_text(f"batch time on <= {TARGET_BATCH:g}x off", None, "the admiss CLI is not available")
         print(verdict)
         return verdict
+    trees = {"this": list(admiss_probe.cli_command())}
+    if settings.baseline_admiss:
+        trees["baseline"] = [settings.baseline_admiss]
+    runs = settings.batch_repeats + 2
+    samples: dict[tuple[str, int, str], list[_Run]] = {}
     with tempfile.TemporaryDirectory(prefix="admiss-bench-") as tmp:
         folder = Path(tmp)
-        rubric, big, out = folder / "batch.rubric", folder / "big.jsonl", folder / "out.jsonl"
+        rubric, out = folder / "batch.rubric", folder / "out.jsonl"
         rubric.write_text(datagen.rubric_source(props, "batch"), encoding="utf-8")
-        datagen.write_jsonl(big, datagen.targeted_bundles(count, ITEMS, props))
+        bundles = {size: folder / f"{size}.jsonl" for size in sizes}
+        for size, path in bundles.items():
+            datagen.write_jsonl(path, datagen.targeted_bundles(size, ITEMS, props))
         configs = {"off": folder / "off.toml", "on": folder / "on.toml"}
         configs["off"].write_text("[gates]\n")
         configs["on"].write_text(_telemetry_table(port))
-        samples: dict[str, list[float]] = {"off": [], "on": []}
+        env = _probed_env(folder)
         before = _received(port)
-        runs = settings.batch_repeats + 2
-        for _ in range(runs):
-            for name, config in configs.items():
-                run = run_process(admiss_check_command(rubric, big, "--config", str(config)), stdout=out)
-                for problem in complaints([run], out, count):
-                    print(f"!!! PROBLEM in the telemetry-{name} batch: {problem}")
-                samples[name].append(run.seconds)
+        # A first round untimed: it writes the bytecode cache, as installing admiss does.
+        for index in range(runs + 1):
+            for size, path in bundles.items():
+                for tree, command in trees.items():
+                    for mode, config in configs.items():
+                        checked = command + ["check", "--rubric", str(rubric), "--format", "json",
+                                             "--config", str(config), str(path)]
+                        process, measured = _probed_run(checked, out, env)
+                        for problem in complaints([process], out, size):
+                            print(f"!!! PROBLEM in the {tree} telemetry-{mode} batch of {size}: {problem}")
+                        if index:
+                            samples.setdefault((tree, size, mode), []).append(measured)
         after = _received(port)
-    timings = {name: Timing(tuple(taken)) for name, taken in samples.items()}
     sent = after["bytes"] - before["bytes"]
-    arrived, expected = after["log_records"] - before["log_records"], count * PROPERTIES * runs
-    print(f"{count} bundles ({PROPERTIES} properties, {ITEMS} items each): {count * PROPERTIES} events a run; the "
+    arrived = after["log_records"] - before["log_records"]
+    expected = sum(sizes) * PROPERTIES * (runs + 1) * len(trees)
+    print(f"{' and '.join(map(str, sizes))} bundles ({PROPERTIES} properties, {ITEMS} items each), {runs} timed runs "
+          f"of each after one untimed, interleaved{' with ' + settings.baseline_admiss if len(trees) > 1 else ''}; the "
           f"receiver got {after['posts'] - before['posts']} exports, {bytes_text(sent)}, {arrived} events of the "
-          f"{expected} the {runs} runs made")
-    print_table("Whole run as a subprocess, runs interleaved", ["telemetry", "best", "median"],
-                [[name, seconds_text(t.best), seconds_text(t.median)] for name, t in timings.items()])
-    ratio = timings["on"].median / timings["off"].median
+          f"{expected} the runs made")
+    fields = ("wall", "check_cpu", "exporter_cpu")
+    rows = []
+    for (tree, size, mode), taken in sorted(samples.items(), key=lambda item: (item[0][0], item[0][1], item[0][2])):
+        rows.append([tree, str(size), mode, *(_ms(_median(taken, f)) for f in fields),
+                     _ms(_median(taken, "exporter_started")), _ms(_median(taken, "exporter_ended")),
+                     _ms(_median(taken, "check_ended"))])
+    print_table("Medians per run (CPU from each process's own times; times after the run's launch)",
+                ["tree", "bundles", "telemetry", "wall", "check process CPU", "exporter CPU", "exporter started",
+                 "exporter ended", "check ended"], rows)
+    split = []
+    for tree in trees:
+        for field in fields:
+            added = [_median(samples[tree, size, "on"], field) - _median(samples[tree, size, "off"], field)
+                     for size in sizes]
+            per_bundle = (added[1] - added[0]) / (sizes[1] - sizes[0])
+            split.append([tree, field.replace("_", " "), *(_ms(a) for a in added), f"{per_bundle * 1e6:.1f} µs",
+                          _ms(added[0] - per_bundle * sizes[0])])
+    print_table("What telemetry adds (on − off, medians), split into a part per bundle and a part per run",
+                ["tree", "measured", f"at {sizes[0]}", f"at {sizes[1]}", "per bundle", "per run (fixed)"], split)
+    off = _median(samples["this", count, "off"], "wall")
+    ratio = _median(samples["this", count, "on"], "wall") / off
+    # What 5 % is for a run this short: the fixed part above must fit in it with the per-bundle part.
+    print(f"5 % of the {count}-bundle run's {_ms(off)} off is {_ms(off * (TARGET_BATCH - 1))}: "
+          f"{(off * (TARGET_BATCH - 1)) / count * 1e6:.1f} µs a bundle if nothing is fixed")
     verdict = target_text(f"batch time on <= {TARGET_BATCH:g}x off", ratio <= TARGET_BATCH and arrived == expected,
                           f"on / off = {ratio:.3f} by median ({(ratio - 1) * 100:+.1f} %), {count} bundles"
                           + ("" if arrived == expected else f"; ONLY {arrived} OF {expected} EVENTS ARRIVED"))

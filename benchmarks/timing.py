@@ -13,7 +13,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 
 @dataclass(frozen=True)
@@ -95,8 +95,9 @@ class ProcessRun:
     cpu_seconds: float = 0.0
 
 
-def run_process(cmd: Sequence[str], stdin: Path | None = None, stdout: Path | None = None) -> ProcessRun:
-    """Run ``cmd`` to completion, timing it and reading its own peak RSS.
+def run_process(cmd: Sequence[str], stdin: Path | None = None, stdout: Path | None = None,
+                env: Mapping[str, str] | None = None) -> ProcessRun:
+    """Run ``cmd`` to completion (in ``env``, else this environment), timing it and reading its own peak RSS.
 
     os.wait4 gives the rusage of this one child; getrusage(RUSAGE_CHILDREN) would report
     the maximum over every child this run has ever waited for.
@@ -105,7 +106,7 @@ def run_process(cmd: Sequence[str], stdin: Path | None = None, stdout: Path | No
     stdout_file = open(stdout, "wb") if stdout else subprocess.DEVNULL
     try:
         start = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdin=stdin_file, stdout=stdout_file, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(cmd, stdin=stdin_file, stdout=stdout_file, stderr=subprocess.PIPE, env=env)
         # Drain stderr before waiting so a chatty child cannot block on a full pipe.
         stderr = proc.stderr.read() if proc.stderr else b""
         _, status, usage = os.wait4(proc.pid, 0)

@@ -13,9 +13,9 @@ Telemetry is on when the standard ``OTEL_*`` variables ask for it (an OTLP endpo
 ``OTEL_TRACES_EXPORTER`` / ``OTEL_LOGS_EXPORTER``) or admiss.toml has a ``[telemetry]``
 table; ``OTEL_SDK_DISABLED=true`` turns it off. Off, opentelemetry is never imported.
 Over OTLP, records are encoded here (otlp_wire.py) and sent by an exporter process that
-runs this module (``python -m admiss.integrations.otel``) with the SDK's configuration and
-HTTP client: admiss check's events are encoded in the checking process and handed over in
-frames of a batch; the gateway hands over each request as JSON and its spans and events are
+runs this module (exporter_main) with the SDK's configuration and HTTP client: admiss
+check's events are encoded in the checking process and handed over in frames of a batch
+(the process is started first thing, launch.py); the gateway hands over each request as JSON and its spans and events are
 made in the exporter process, off the serving core. The console exporters go through the
 SDK in process.
 docs/integrations/otel.md has the details.
@@ -116,7 +116,7 @@ def telemetry_for(settings: TelemetrySettings | None, environ: Mapping[str, str]
 
 class Telemetry:
     """The events and spans of one process. Sent over OTLP, they are encoded here
-    (otlp_wire.py) and handed to an exporter process (``python -m admiss.integrations.otel``)
+    (otlp_wire.py) and handed to an exporter process (exporter_main)
     that holds the SDK's configuration (resource, endpoint, headers, compression, retries)
     and does the HTTP, off this process's core; printed to the console, they go through
     the SDK as usual. ``spans`` False (admiss check, which makes none) builds no tracer."""
@@ -661,8 +661,19 @@ def _spawned(environ: Mapping[str, str]) -> Any:
     import subprocess
 
     # Its stdout: one line at its end, what it sent and what failed (export_main).
-    return subprocess.Popen([sys.executable, "-m", "admiss.integrations.otel"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, env=dict(environ))
+    return subprocess.Popen([sys.executable, "-c", _EXPORTER_CODE], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            env=dict(environ))
+
+
+# The exporter process's program. Not ``python -m admiss.integrations.otel``: -m (and -c)
+# put the working folder first on the module path, and an admiss/ folder there (a checkout
+# of another version, or a hostile repository being checked) would be run in place of this
+# module; the working folder is taken off first (3.11's -P would do it, 3.10 has none).
+_EXPORTER_CODE = ("import sys\n"
+                  "if sys.path[:1] == ['']:\n"
+                  "    del sys.path[0]\n"
+                  "from admiss.integrations.otel import exporter_main\n"
+                  "exporter_main()\n")
 
 
 def _missing_module() -> str | None:
@@ -1095,7 +1106,8 @@ def _read_into(fd: int, chunks: Any) -> None:
 _FRAME_HEAD = struct.Struct("<II").unpack_from
 
 
-if __name__ == "__main__":
+def exporter_main() -> None:
+    """The exporter process's whole life (see _EXPORTER_CODE)."""
     export_main()
     # All is sent: admiss check waits for this process's end, and the interpreter's
     # teardown of the SDK's and requests' modules cost some 40 ms of CPU more.

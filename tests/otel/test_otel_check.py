@@ -226,3 +226,21 @@ def test_a_table_that_turns_nothing_on_checks_as_without_telemetry(tmp_path):
     result = check(tmp_path, "--rubric", str(rubric), "--format", "json", str(bundle), env=plain_env())
     assert result.returncode == 1 and json.loads(result.stdout)["verdict"] == "fail"
     assert result.stderr == ""
+
+
+def test_an_admiss_folder_in_the_working_folder_is_not_run_as_the_exporter(tmp_path, receiver):
+    # A checkout of another admiss, or a hostile repository being checked: `python -m`
+    # would run its admiss/integrations/otel.py as the exporter, which here sends nothing.
+    shadow = tmp_path / "admiss" / "integrations"
+    shadow.mkdir(parents=True)
+    for module in (tmp_path / "admiss" / "__init__.py", shadow / "__init__.py"):
+        module.write_text("")
+    (shadow / "otel.py").write_text("raise SystemExit(3)\n")
+    rubric, bundle = write_case(tmp_path)
+    script = Path(sys.executable).parent / "admiss"  # the console script: its own path, not the folder's
+    result = subprocess.run([str(script), "check", "--rubric", str(rubric), str(bundle)], cwd=tmp_path,
+                            env=plain_env(OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url), capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 1, result.stderr
+    assert "telemetry" not in result.stderr
+    assert_bundle_events(receiver)

@@ -3,12 +3,20 @@
 Batch: ``admiss check --format json`` over a JSONL file with ``--config`` naming an
 admiss.toml without a ``[telemetry]`` table (off) and one whose table points at a loopback
 OTLP/HTTP receiver (on: one gen_ai.evaluation.result event per property per bundle),
-interleaved run by run so that the machine's load falls on both alike.
+interleaved run by run so that the machine's load falls on both alike, at two sizes (the
+quick run's 2,000 and 10,000 bundles), so that what telemetry adds splits into a part per
+run (the exporter process's start-up, the wait at the end) and a part per bundle. Each
+process's own CPU is read (cpu_probe/sitecustomize.py on the runs' PYTHONPATH): the
+checking process's and its exporter's, and when the exporter started and ended. With
+``--baseline-admiss`` another checkout's admiss runs in the same interleaving. The runs
+cache bytecode (in a temporary folder) even where PYTHONDONTWRITEBYTECODE is set, as an
+installed admiss has it; the first round is not timed.
 
 Gateway: two ``admiss serve`` processes of one worker in front of the same fake upstream,
 one without telemetry and one exporting its spans and events to the receiver, measured in
 the same rounds (each round in another order) against direct calls; the figure is the
-difference of their latencies beyond direct calls. The receiver (otlp_sink.py) counts the
+difference of their latencies beyond direct calls; and each gateway's CPU per request
+(its serving process's, and the exporter process's, from /proc over the rounds). The receiver (otlp_sink.py) counts the
 log records and spans that arrive without decoding their attributes; each target is met
 only when every event did arrive: every property's of every batch run, a request span for
 every request the gateway with telemetry on answered.
@@ -85,7 +93,9 @@ def _probed_run(command: list[str], out: Path, env: dict[str, str]) -> tuple[Pro
     said = Path(env["ADMISS_BENCH_PROBE"])
     said.unlink(missing_ok=True)
     launched = time.clock_gettime(time.CLOCK_BOOTTIME)
-    run = run_process(command, stdout=out, env=env)
+    # Run in the temporary folder: a baseline's exporter started by ``python -m`` (main's
+    # before 2026-12-01) would run the admiss of the working folder, this checkout's.
+    run = run_process(command, stdout=out, env=env, cwd=out.parent)
     lines = [json.loads(line) for line in said.read_text().splitlines()] if said.exists() else []
     checks = [line for line in lines if line["argv"][1:] == ["check"]]
     check = (checks or [None])[0]
@@ -187,6 +197,37 @@ def _batch(settings: Settings, port: int) -> str:
     return verdict
 
 
+def _tree(pid: int) -> list[int]:
+    """``pid`` and its descendants, from /proc."""
+    out, pending = [], [pid]
+    while pending:
+        at = pending.pop()
+        out.append(at)
+        for task in Path(f"/proc/{at}/task").glob("*/children"):
+            try:
+                pending += [int(child) for child in task.read_text().split()]
+            except OSError:
+                continue
+    return out
+
+
+def _gateway_cpu(pid: int) -> tuple[float, float]:
+    """CPU seconds so far of a gateway's serving processes and of its telemetry exporter."""
+    serving = exporter = 0.0
+    for at in _tree(pid):
+        try:
+            stat = Path(f"/proc/{at}/stat").read_text().rsplit(")", 1)[1].split()
+            command = Path(f"/proc/{at}/cmdline").read_bytes()
+        except OSError:
+            continue
+        cpu = (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+        if b"admiss.integrations.otel" in command:
+            exporter += cpu
+        else:
+            serving += cpu
+    return serving, exporter
+
+
 def _gateway(settings: Settings, port: int) -> list[str]:
     return [_gateway_against(settings, port, delay_s) for delay_s in (0.0, 0.1)]
 
@@ -212,6 +253,7 @@ def _gateway_against(settings: Settings, port: int, delay_s: float) -> str:
                 for target, body in paths.values():
                     bench_gateway.load(target, body, 500, bench_gateway.CONCURRENCY)  # warm-up
                 names, added, rows = list(paths), {"off": [], "on": []}, []
+                cpu_before = {name: _gateway_cpu(process.pid) for name, (process, _) in started.items()}
                 for index in range(rounds):
                     order = names[index % len(names):] + names[:index % len(names)]
                     measured = {name: bench_gateway.load(*paths[name], total, bench_gateway.CONCURRENCY, delay_s)
@@ -221,6 +263,8 @@ def _gateway_against(settings: Settings, port: int, delay_s: float) -> str:
                     rows.append([str(index + 1), *(bench_gateway._ms(added[n][-1][0]) for n in ("off", "on")),
                                  bench_gateway._ms(added["on"][-1][0] - added["off"][-1][0]),
                                  *(f"{measured[n][1]:.0f}" for n in ("off", "on"))])
+                time.sleep(0.5)  # the exporter makes a request's spans as its line arrives
+                cpu_after = {name: _gateway_cpu(process.pid) for name, (process, _) in started.items()}
             finally:
                 for process, _ in started.values():
                     bench_gateway._stop(process)
@@ -242,6 +286,12 @@ def _gateway_against(settings: Settings, port: int, delay_s: float) -> str:
           f"{after['posts'] - before['posts']} exports, {bytes_text(sent)}: {traced} request spans for the {answered} "
           f"requests answered, {after['spans'] - before['spans']} spans, "
           f"{after['log_records'] - before['log_records']} events")
+    # CPU per request (each process's own, from /proc, over the timed rounds): what
+    # telemetry costs the serving process's core, and the exporter's, at any load.
+    per = {name: [(after - before) / (rounds * total) * 1e6 for before, after in zip(cpu_before[name], cpu_after[name])]
+           for name in started}
+    print(f"CPU per request over the rounds: serving process off {per['off'][0]:.0f} µs, on {per['on'][0]:.0f} µs "
+          f"({per['on'][0] - per['off'][0]:+.0f} µs); the on gateway's exporter process {per['on'][1]:.0f} µs")
     verdict = target_text(f"telemetry on adds <= {TARGET_GATEWAY_MS} ms to the gateway's median",
                           more * 1000 <= TARGET_GATEWAY_MS and traced == answered,
                           f"{bench_gateway._ms(more)} ms (median of rounds; the rounds' on - off ran from "

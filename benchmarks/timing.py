@@ -96,8 +96,8 @@ class ProcessRun:
 
 
 def run_process(cmd: Sequence[str], stdin: Path | None = None, stdout: Path | None = None,
-                env: Mapping[str, str] | None = None) -> ProcessRun:
-    """Run ``cmd`` to completion (in ``env``, else this environment), timing it and reading its own peak RSS.
+                env: Mapping[str, str] | None = None, cwd: Path | None = None) -> ProcessRun:
+    """Run ``cmd`` to completion (in ``env`` and ``cwd``, else this process's), timing it and reading its own peak RSS.
 
     os.wait4 gives the rusage of this one child; getrusage(RUSAGE_CHILDREN) would report
     the maximum over every child this run has ever waited for.
@@ -106,7 +106,7 @@ def run_process(cmd: Sequence[str], stdin: Path | None = None, stdout: Path | No
     stdout_file = open(stdout, "wb") if stdout else subprocess.DEVNULL
     try:
         start = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdin=stdin_file, stdout=stdout_file, stderr=subprocess.PIPE, env=env)
+        proc = subprocess.Popen(cmd, stdin=stdin_file, stdout=stdout_file, stderr=subprocess.PIPE, env=env, cwd=cwd)
         # Drain stderr before waiting so a chatty child cannot block on a full pipe.
         stderr = proc.stderr.read() if proc.stderr else b""
         _, status, usage = os.wait4(proc.pid, 0)

@@ -16,8 +16,9 @@ Gateway: two ``admiss serve`` processes of one worker in front of the same fake 
 one without telemetry and one exporting its spans and events to the receiver, measured in
 the same rounds (each round in another order) against direct calls; the figure is the
 difference of their latencies beyond direct calls; and each gateway's CPU per request
-(its serving process's, and the exporter process's, from /proc over the rounds). The receiver (otlp_sink.py) counts the
-log records and spans that arrive without decoding their attributes; each target is met
+(its serving process's, and the exporter process's, from /proc over the rounds). The
+receiver (otlp_sink.py) counts the log records and spans that arrive without decoding
+their attributes; each target is met
 only when every event did arrive: every property's of every batch run, a request span for
 every request the gateway with telemetry on answered.
 """

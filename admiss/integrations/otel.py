@@ -15,9 +15,9 @@ table; ``OTEL_SDK_DISABLED=true`` turns it off. Off, opentelemetry is never impo
 Over OTLP, records are encoded here (otlp_wire.py) and sent by an exporter process that
 runs this module (exporter_main) with the SDK's configuration and HTTP client: admiss
 check's events are encoded in the checking process and handed over in frames of a batch
-(the process is started first thing, launch.py); the gateway hands over each request as JSON and its spans and events are
-made in the exporter process, off the serving core. The console exporters go through the
-SDK in process.
+(the process is started first thing, launch.py); the gateway hands over each request as
+JSON and its spans and events are made in the exporter process, off the serving core. The
+console exporters go through the SDK in process.
 docs/integrations/otel.md has the details.
 """
 
@@ -1065,15 +1065,7 @@ def export_main(environ: Mapping[str, str] = os.environ) -> None:
     if setup.get("requests"):  # the gateway's: its requests' spans and events are made here
         batches[b"R"] = _Requests(batches)
     while True:  # what came with the setup line is read first
-        used = 0
-        while len(pending) - used >= 9:
-            count, length = _FRAME_HEAD(pending, used + 1)
-            end = used + 9 + length
-            if end > len(pending):
-                break
-            batches[bytes(pending[used:used + 1])].add(count, bytes(pending[used + 9:end]))
-            used = end
-        del pending[:used]
+        _take_frames(pending, batches)
         now = time.monotonic()
         for held in batches.values():
             if held.due is not None and held.due <= now:
@@ -1093,6 +1085,19 @@ def export_main(environ: Mapping[str, str] = os.environ) -> None:
     failed, sent = (sum(held.outcomes[i] for held in batches.values()) for i in (0, 1))
     sys.stdout.write(json.dumps({"sent": sent, "failed": failed}) + "\n")
     sys.stdout.flush()
+
+
+def _take_frames(pending: bytearray, batches: Mapping[bytes, Any]) -> None:
+    """Hand each whole frame at the start of ``pending`` to its kind's batches, and take it off."""
+    used = 0
+    while len(pending) - used >= 9:
+        count, length = _FRAME_HEAD(pending, used + 1)
+        end = used + 9 + length
+        if end > len(pending):
+            break
+        batches[bytes(pending[used:used + 1])].add(count, bytes(pending[used + 9:end]))
+        used = end
+    del pending[:used]
 
 
 def _read_into(fd: int, chunks: Any) -> None:

@@ -64,7 +64,7 @@ class Plan(NamedTuple):
 def plan_for(settings: TelemetrySettings | None, environ: Mapping[str, str] = os.environ) -> Plan | None:
     """What to export under ``settings`` (the [telemetry] table, or None) and ``environ``;
     None when telemetry is off. Reads no module of opentelemetry."""
-    if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+    if _disabled(environ):
         return None
     warnings: list[str] = []
     chosen = {signal: _exporter(signal, settings, environ, warnings) for signal in SIGNALS}
@@ -75,6 +75,10 @@ def plan_for(settings: TelemetrySettings | None, environ: Mapping[str, str] = os
         warnings.append(f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol}: admiss sends OTLP over http/protobuf only")
     return Plan(chosen["traces"], chosen["logs"], settings.endpoint if settings else None,
                 settings.service_name if settings else "admiss", tuple(warnings))
+
+
+def _disabled(environ: Mapping[str, str]) -> bool:
+    return environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true"
 
 
 def _exporter(signal: str, settings: TelemetrySettings | None, environ: Mapping[str, str],
@@ -641,7 +645,7 @@ def start_exporter(table: bool, environ: Mapping[str, str] = os.environ) -> None
     on the other core, where it began 0.15-0.2 s into a run and the run waited for it at
     its end. Its setup comes later from the run's _Channel, on its stdin; when none comes
     (the table turned nothing on), this process's end ends it."""
-    if _missing_module() is not None or (not table and plan_for(None, environ) is None):
+    if _disabled(environ) or (not table and plan_for(None, environ) is None) or _missing_module() is not None:
         return
     _STARTED.append((_spawned(environ), dict(environ), os.getpid()))
 

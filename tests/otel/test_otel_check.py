@@ -244,3 +244,10 @@ def test_an_admiss_folder_in_the_working_folder_is_not_run_as_the_exporter(tmp_p
     assert result.returncode == 1, result.stderr
     assert "telemetry" not in result.stderr
     assert_bundle_events(receiver)
+
+
+def test_sdk_disabled_starts_no_exporter_even_with_a_table():
+    from admiss.integrations import otel
+
+    otel.start_exporter(True, plain_env(OTEL_SDK_DISABLED="true"))
+    assert not otel._STARTED

@@ -641,7 +641,7 @@ def start_exporter(table: bool, environ: Mapping[str, str] = os.environ) -> None
     """Start the exporter process now, when admiss check has only seen that telemetry may
     be on (``table``: admiss.toml may have a [telemetry] table; else the OTEL_* variables
     say), before it imports the rest of itself, reads its config and compiles the rubric:
-    the exporter's start-up (0.1 s of CPU importing the SDK and requests) runs meanwhile,
+    the exporter's start-up (0.1-0.2 s of CPU importing the SDK and requests) runs meanwhile,
     on the other core, where it began 0.15-0.2 s into a run and the run waited for it at
     its end. Its setup comes later from the run's _Channel, on its stdin; when none comes
     (the table turned nothing on), this process's end ends it."""
@@ -1047,7 +1047,7 @@ def export_main(environ: Mapping[str, str] = os.environ) -> None:
     threading.Thread(target=_read_into, args=(sys.stdin.buffer.fileno(), chunks), daemon=True).start()
     # What any setup needs is imported before the setup is read: this process is started
     # as soon as the CLI sees that telemetry may be on (start_exporter), and these
-    # imports (0.1 s of CPU, requests' 50 ms of it) run while the CLI imports its own
+    # imports (0.1-0.2 s of CPU, requests' 50-95 ms of it) run while the CLI imports its own
     # modules and compiles the rubric.
     import requests  # noqa: F401 - the SDK's HTTP transport imports it on first use
     from opentelemetry.exporter.otlp.common.http import _OTLPHTTPClient  # noqa: F401

@@ -143,6 +143,11 @@ def main() -> None:
         with terminate_cleanly():
             typer_main()
         return
+    if parsed[1].jobs > 1:
+        from admiss.workerstart import start_worker_server
+
+        # Before admiss's modules are imported: the workers' fork server imports them meanwhile.
+        start_worker_server()
     from admiss.runner import run_check
 
     try:

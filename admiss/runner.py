@@ -160,6 +160,18 @@ def _checked(rubric, bundle: Any, chain: str | None) -> Any:
 
 def run_check(paths: list[Path], options: CheckOptions) -> int:
     """``admiss check``: every bundle in ``paths`` checked and reported; the exit code."""
+    if options.jobs <= 1:
+        return _exit_code(paths, options, False)
+    from admiss.workerstart import stop_worker_server, worker_server  # start-up time: only --jobs needs them
+
+    if not _in_workers(paths, options):
+        stop_worker_server()  # the command line may have started it for --jobs: it is not needed
+        return _exit_code(paths, options, False)
+    with worker_server():  # first (if the command line did not): it starts up while the rubric loads here
+        return _exit_code(paths, options, True)
+
+
+def _exit_code(paths: list[Path], options: CheckOptions, in_workers: bool) -> int:
     many = len(paths) > 1 or any(p.suffix in (".jsonl", ".eval") or str(p) == STDIN for p in paths)
     try:
         run = CheckRun(options, many)
@@ -174,12 +186,8 @@ def run_check(paths: list[Path], options: CheckOptions) -> int:
     freeze_long_lived()
     progress = _progress_for(many, options)
     try:
-        # Rich output is drawn by this process; text and JSON can be made by workers.
-        # Whole-run documents (junit, markdown) are gathered here too, and a file read whole
-        # (an .eval zip, an event log) cannot be cut into pieces.
-        if options.jobs > 1 and options.fmt in ("text", "json") and all(_regular_file(p) for p in paths) \
-                and not any(is_whole_run_file(p) for p in paths):
-            from admiss.stitch import run_in_workers  # start-up time: only --jobs needs the workers
+        if in_workers:
+            from admiss.stitch import run_in_workers
 
             return run_in_workers(run, paths, progress)
         return _run_here(run, paths, progress)
@@ -188,6 +196,15 @@ def run_check(paths: list[Path], options: CheckOptions) -> int:
         if progress is not None:
             progress.stop()
         run.close()
+
+
+def _in_workers(paths: list[Path], options: CheckOptions) -> bool:
+    """Whether the bundles are checked by --jobs workers. Rich output is drawn by this
+    process; text and JSON can be made by workers. Whole-run documents (junit, markdown) are
+    gathered here too, and a file read whole (an .eval zip, an event log) cannot be cut into
+    pieces, nor can stdin, a pipe or a FIFO."""
+    return options.jobs > 1 and options.fmt in ("text", "json") and all(_regular_file(p) for p in paths) \
+        and not any(is_whole_run_file(p) for p in paths)
 
 
 def _run_here(run: CheckRun, paths: list[Path], progress) -> int:

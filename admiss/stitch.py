@@ -9,7 +9,7 @@ import signal
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from admiss.checkrun import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_PASS, CheckRun, Writer
 from admiss.errors import AdmissError
@@ -28,7 +28,7 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 def run_in_workers(run: CheckRun, paths: list[Path], progress) -> int:
     """Check ``paths`` in run.options.jobs worker processes; the exit code."""
-    pieces = cut_pieces(paths, run.options.jobs)
+    pieces = cut_pieces(paths, run.options.jobs, shrinking=True)
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         with tempfile.TemporaryDirectory(prefix="admiss-chunks-") as folder:
@@ -58,18 +58,22 @@ class _Stitcher:
     def stitch_all(self, supervisor: Supervisor) -> int:
         """The exit code, once every piece is copied out (or --fail-fast stopped at one)."""
         for task, point in supervisor.in_order(self.show_progress if self.progress is not None else None):
-            if self.stitch(task, point):
+            if self.stitch(task, point, supervisor.tend):
                 return EXIT_BAD_INPUT
         return EXIT_BAD_INPUT if self.counts["error"] else EXIT_FAIL if self.counts["fail"] else EXIT_PASS
 
-    def stitch(self, task: Task, point: Point) -> bool:
-        """Copy a finished piece's chunks out; whether the run stops there (--fail-fast)."""
+    def stitch(self, task: Task, point: Point, between_blocks: Callable[[], None]) -> bool:
+        """Copy a finished piece's chunks out, calling ``between_blocks`` after each block (a
+        large piece takes a tenth of a second to copy, in which another worker may finish
+        and wait for its next piece); whether the run stops there (--fail-fast)."""
         stdout = sys.stdout.buffer
         with open(task.out_path, "rb") as chunk:
             # Each chunk's text reports all begin with a blank line; the batch's first does not.
             if self.printed == 0 and point.printed > 1 and self.run.options.fmt == "text":
                 chunk.seek(1)
-            shutil.copyfileobj(chunk, stdout, BLOCK)
+            while block := chunk.read(BLOCK):
+                stdout.write(block)
+                between_blocks()
         stdout.flush()
         with open(task.err_path, "r", encoding="utf-8", errors="replace") as chunk:
             shutil.copyfileobj(chunk, sys.stderr, BLOCK)

@@ -25,6 +25,7 @@ it and reports that bundle E183; the rest of its piece is checked by a new worke
 from __future__ import annotations
 
 import os
+import select
 import signal
 import struct
 import threading
@@ -43,6 +44,7 @@ from admiss.files import reading
 from admiss.pieces import Piece
 from admiss.source import Span
 from admiss.units import units_of
+from admiss.workerstart import worker_context
 
 # Chunk files are flushed, and a commit written, after this many bundles (after each one
 # when the rubric has gate chains: gates are slow, may cost money and may kill the worker,
@@ -132,7 +134,8 @@ _state: _WorkerState | None = None
 
 
 def _start_worker(run: CheckRun, shared: Any, worker: int, parent: int) -> None:
-    """A worker's start: keep what it was handed, publish its pid, and end with its parent."""
+    """A worker's start: keep what it was handed, publish its pid, and end with ``parent``
+    (the admiss process; a forked worker's own parent is the fork server)."""
     global _state
     # Ctrl-C reaches the whole process group: the parent decides, and stops the workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -143,10 +146,27 @@ def _start_worker(run: CheckRun, shared: Any, worker: int, parent: int) -> None:
 
 
 def _end_with(parent: int) -> None:
-    # A worker whose parent is gone (killed, say) would otherwise check the rest of its piece for no one.
-    while os.getppid() == parent:
-        time.sleep(1)
+    # A worker whose parent is gone (killed, say) would otherwise check the rest of its piece
+    # for no one. The fork server does not end with the parent either: each worker holds its
+    # "parent alive" pipe open, so it outlives the parent as long as a worker does.
+    try:
+        watch = os.pidfd_open(parent)  # Linux: readable once the process has ended
+    except (AttributeError, OSError):
+        watch = None
+    if watch is not None:
+        select.select([watch], [], [])
+    else:
+        while _alive(parent):
+            time.sleep(1)
     os._exit(1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except OSError:  # gone, or (PermissionError) the number is another user's process now
+        return False
+    return True
 
 
 def check_piece(task: Task) -> Point:
@@ -277,11 +297,9 @@ class _Worker:
 
     def started(self) -> ProcessPoolExecutor:
         if self.executor is None:
-            import multiprocessing
-
             shared = self.supervisor.shared
             shared[self.base + _PID] = shared[self.base + _AT] = 0
-            self.executor = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
+            self.executor = ProcessPoolExecutor(1, mp_context=worker_context(),
                                                 initializer=_start_worker,
                                                 initargs=(self.supervisor.run, shared, self.index, os.getpid()))
         return self.executor
@@ -347,10 +365,8 @@ class Supervisor:
     yields finished pieces in input order."""
 
     def __init__(self, run: CheckRun, pieces: list[Piece], folder: str, jobs: int):
-        import multiprocessing
-
         self.run, self.pieces, self.folder = run, pieces, folder
-        self.shared = multiprocessing.get_context("spawn").RawArray("q", jobs * _SLOT)
+        self.shared = worker_context().RawArray("q", jobs * _SLOT)
         self.tasks = [self._task(piece) for piece in pieces]
         self.queue: deque[Task] = deque(self.tasks)
         self.workers = [_Worker(self, index) for index in range(jobs)]
@@ -365,21 +381,30 @@ class Supervisor:
         return Task(piece, *paths, {})
 
     def in_order(self, on_tick: Callable[[dict[str, int]], None] | None = None) -> Iterator[tuple[Task, Point]]:
-        """Each piece's task with its final point, in input order, as soon as it and those before are done."""
+        """Each piece's task with its final point, in input order, as soon as it and those
+        before are done. While the caller copies a piece out, it calls ``tend`` now and
+        then, so that a worker whose piece finishes meanwhile is handed its next at once."""
         for piece in self.pieces:
             while piece.index not in self.finished:
-                self.hand_out()
-                busy = [worker for worker in self.workers if worker.future is not None]
-                wait([worker.future for worker in busy], TICK_SECONDS, FIRST_COMPLETED)
-                now = time.monotonic()
-                for worker in busy:
-                    if worker.future.done():
-                        self.collect(worker)
-                    else:
-                        worker.watch(now, self.run.options.bundle_timeout)
+                self.tend(TICK_SECONDS)
                 if on_tick is not None:
                     on_tick(self.in_flight_counts())
             yield self.tasks[piece.index], self.finished.pop(piece.index)
+
+    def tend(self, seconds: float = 0) -> None:
+        """Wait up to ``seconds`` for a worker to finish; collect every finished piece, watch
+        the others, and hand pieces to idle workers."""
+        self.hand_out()
+        busy = [worker for worker in self.workers if worker.future is not None]
+        if seconds:
+            wait([worker.future for worker in busy], seconds, FIRST_COMPLETED)
+        now = time.monotonic()
+        for worker in busy:
+            if worker.future.done():
+                self.collect(worker)
+            else:
+                worker.watch(now, self.run.options.bundle_timeout)
+        self.hand_out()
 
     def hand_out(self) -> None:
         for worker in self.workers:

@@ -160,6 +160,12 @@ def _cmdline(pid: int) -> bytes:
         return b""
 
 
+def workers_of(pid: int) -> list[int]:
+    """The --jobs workers of admiss process ``pid``: the children of its fork server."""
+    servers = [child for child in _children(pid) if b"multiprocessing.forkserver" in _cmdline(child)]
+    return sorted(worker for server in servers for worker in _children(server))
+
+
 def _alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -169,8 +175,10 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process tree from /proc")
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL])
 def test_a_signal_to_the_parent_takes_every_worker_with_it(chain_folder, signum):
+    """Even SIGKILL, which the parent cannot act on: each worker watches it, and the fork
+    server that forked them ends once they have."""
     # Lines long enough for the file to be cut into a piece per worker.
     (chain_folder / "b.jsonl").write_text("".join(bundle_line("sleep", n, 40_000) + "\n" for n in range(4)))
     proc = subprocess.Popen([sys.executable, "-m", "admiss", "check", "--rubric", "chain.rubric", "--format",
@@ -181,11 +189,12 @@ def test_a_signal_to_the_parent_takes_every_worker_with_it(chain_folder, signum)
         workers: set[int] = set()
         # Wait until both workers run a gate program (the grandchildren), so they are busy.
         while time.monotonic() < deadline:
-            workers = {pid for pid in _children(proc.pid) if b"spawn_main" in _cmdline(pid)}
+            workers = set(workers_of(proc.pid))
             if len(workers) >= 2 and all(_children(w) for w in workers):
                 break
             time.sleep(0.1)
         assert len(workers) >= 2 and all(_children(w) for w in workers)
+        workers |= {child for child in _children(proc.pid) if b"multiprocessing.forkserver" in _cmdline(child)}
         proc.send_signal(signum)
         _, err = proc.communicate(timeout=30)
     finally:

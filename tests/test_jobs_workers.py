@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from admiss.workers import Point, _record, last_point
-from test_batch_faults import CHAIN_RUBRIC, _alive, _children, _cmdline, bundle_line
+from test_batch_faults import CHAIN_RUBRIC, _alive, bundle_line, workers_of
 from test_seed import SHORTCUT, STRICT, TEN_K
 
 pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the workers in /proc")
@@ -40,10 +40,6 @@ def batch(tmp_path_factory):
                           "b.jsonl"], cwd=folder, capture_output=True, timeout=120)
     assert one.returncode == 2 and len(one.stdout.splitlines()) == BUNDLES
     return folder, one
-
-
-def _workers(pid: int) -> list[int]:
-    return sorted(p for p in _children(pid) if b"spawn_main" in _cmdline(p))
 
 
 def _piece_in_hand(worker: int) -> str | None:
@@ -70,7 +66,7 @@ def _run_with_kills(folder: Path, seed: int, kills: int, *args: str) -> tuple[su
     def killer():
         deadline = time.monotonic() + 60
         while len(killed_pieces) < kills and proc.poll() is None and time.monotonic() < deadline:
-            busy = [(w, piece) for w in _workers(proc.pid) if (piece := _piece_in_hand(w)) not in (None, *killed_pieces)]
+            busy = [(w, piece) for w in workers_of(proc.pid) if (piece := _piece_in_hand(w)) not in (None, *killed_pieces)]
             if not busy:
                 time.sleep(0.002)
                 continue
@@ -141,7 +137,7 @@ def test_a_worker_stopped_by_its_gate_is_ended_and_only_its_bundle_is_an_error(t
     try:
         deadline = time.monotonic() + 90
         while proc.poll() is None and time.monotonic() < deadline:
-            seen.update(_workers(proc.pid))
+            seen.update(workers_of(proc.pid))
             time.sleep(0.05)
         out, err = proc.communicate(timeout=1)
     finally:

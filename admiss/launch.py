@@ -135,6 +135,11 @@ def main() -> None:
     completing = any(name.startswith("_ADMISS_COMPLETE") for name in os.environ)
     given = None if completing else _quick_check_given(sys.argv[1:])
     if given is not None:
+        if int(given[1].get("jobs", 1)) > 1:
+            from admiss.workerstart import start_worker_server
+
+            # Before admiss's check modules are imported: the workers' fork server imports them meanwhile.
+            start_worker_server()
         _start_telemetry(given[1])
     parsed = None if given is None else (given[0], _options(given[1]))
     if parsed is None:
@@ -143,11 +148,6 @@ def main() -> None:
         with terminate_cleanly():
             typer_main()
         return
-    if parsed[1].jobs > 1:
-        from admiss.workerstart import start_worker_server
-
-        # Before admiss's modules are imported: the workers' fork server imports them meanwhile.
-        start_worker_server()
     from admiss.runner import run_check
 
     try:

@@ -20,6 +20,8 @@ PROPERTIES = 3
 ITEMS = 6
 FLOOR_SCRIPT = Path(__file__).with_name("json_floor.py")
 TARGET_FLOOR_FRACTION = 0.5
+# `admiss check --jobs 2` against plain one-process `admiss check` on two free cores (issue 25).
+TARGET_JOBS_OVER_PLAIN = 1.5
 # Peak RSS at 10× the input may grow by this much and still count as flat.
 FLAT_MEMORY_TOLERANCE = 1.25
 
@@ -101,7 +103,7 @@ def run(settings: Settings) -> None:
             rows.append(throughput_row("admiss check --format json", timing, count, floor, peak_big))
             fraction = floor.median / timing.median
             lines.append(target_text(f"throughput ≥ {TARGET_FLOOR_FRACTION:g} of the floor", fraction >= TARGET_FLOOR_FRACTION, f"{fraction:.2f} of the floor by median"))
-            lines += jobs_lines(rows, rubric, big, out, count, floor, settings)
+            lines += jobs_lines(rows, rubric, big, out, count, floor, settings, (timing, runs))
             if settings.baseline_admiss:
                 lines += baseline_lines(rows, rubric, big, out, count, floor, settings)
             lines.append(memory_line(rubric, small, small_count, count, peak_big, folder))
@@ -116,14 +118,17 @@ def run(settings: Settings) -> None:
     print("\n".join(lines), end="\n\n")
 
 
-def jobs_lines(rows: list[list[str]], rubric: Path, big: Path, out: Path, count: int, floor: Timing, settings: Settings) -> list[str]:
-    """Time --jobs 1 and --jobs 2 (adding their rows) and say how --jobs scales."""
+def jobs_lines(rows: list[list[str]], rubric: Path, big: Path, out: Path, count: int, floor: Timing, settings: Settings,
+               plain: tuple[Timing, list[ProcessRun]]) -> list[str]:
+    """Time --jobs 1 and --jobs 2 (adding their rows) and say how --jobs scales, against
+    --jobs 1 and against ``plain`` (the timing and runs of plain one-process `admiss check`)."""
     if not admiss_probe.cli_supports("--jobs"):
         rows.append(["admiss check --jobs N", "not available", "", "", "", ""])
         return [target_text("--jobs scales near-linearly", None, "--jobs is not available")]
-    timings, outputs = {}, {}
+    timings, outputs, cpu = {}, {}, {}
     for jobs in (1, 2):
         timing, runs = time_process(admiss_check_command(rubric, big, "--jobs", str(jobs)), settings.batch_repeats, stdout=out)
+        cpu[jobs] = Timing(tuple(r.cpu_seconds for r in runs)).median
         for problem in complaints(runs, out, count):
             print(f"!!! PROBLEM in the --jobs {jobs} run: {problem}")
         timings[jobs] = timing
@@ -136,9 +141,15 @@ def jobs_lines(rows: list[list[str]], rubric: Path, big: Path, out: Path, count:
     same = outputs[1] == outputs[2]
     if not same:
         print("!!! PROBLEM: --jobs 2 output differs from --jobs 1")
+    over_plain = plain[0].median / timings[2].median
+    plain_cpu = Timing(tuple(r.cpu_seconds for r in plain[1])).median
     return [target_text("--jobs 2 near-linear (≥ 1.7× --jobs 1), byte-identical", scaling >= 1.7 and same,
                         f"--jobs 2 is {ratio_text(scaling)} --jobs 1 by median; "
-                        f"output {'byte-identical' if same else 'DIFFERS'}")]
+                        f"output {'byte-identical' if same else 'DIFFERS'}"),
+            target_text(f"--jobs 2 ≥ {TARGET_JOBS_OVER_PLAIN:g}× plain one-process admiss check", over_plain >= TARGET_JOBS_OVER_PLAIN,
+                        f"--jobs 2 is {ratio_text(over_plain)} plain admiss check by median "
+                        f"({seconds_text(plain[0].median)} → {seconds_text(timings[2].median)}); CPU, all processes: "
+                        f"plain {seconds_text(plain_cpu)}, --jobs 2 {seconds_text(cpu[2])} ({ratio_text(cpu[2] / plain_cpu)})")]
 
 
 def baseline_lines(rows: list[list[str]], rubric: Path, big: Path, out: Path, count: int, floor: Timing,

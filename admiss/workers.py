@@ -1,7 +1,8 @@
 """``admiss check --jobs N``: worker processes that check pieces of files into chunk files.
 
 Each worker is the one process of a ``concurrent.futures.ProcessPoolExecutor`` of its own,
-which starts it (spawned, handed the check run pickled) and tells when it dies. One
+which starts it (forked from the fork server of admiss/workerstart.py, handed the check
+run pickled) and tells when it dies. One
 executor per worker, not one for all: a dead worker breaks only its own executor (whose
 queues it may have left locked), so the others carry on, and its death is known to be
 that piece's.

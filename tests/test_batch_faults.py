@@ -166,6 +166,11 @@ def workers_of(pid: int) -> list[int]:
     return sorted(worker for server in servers for worker in _children(server))
 
 
+def _threads(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(status.split("\nThreads:", 1)[1].split()[0])
+
+
 def _alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -194,7 +199,11 @@ def test_a_signal_to_the_parent_takes_every_worker_with_it(chain_folder, signum)
                 break
             time.sleep(0.1)
         assert len(workers) >= 2 and all(_children(w) for w in workers)
-        workers |= {child for child in _children(proc.pid) if b"multiprocessing.forkserver" in _cmdline(child)}
+        servers = {child for child in _children(proc.pid) if b"multiprocessing.forkserver" in _cmdline(child)}
+        # Workers are forked from it, and a fork copies only the forking thread: with another
+        # thread running, a lock it held would be copied held, and the worker could hang on it.
+        assert [_threads(server) for server in servers] == [1]
+        workers |= servers
         proc.send_signal(signum)
         _, err = proc.communicate(timeout=30)
     finally:

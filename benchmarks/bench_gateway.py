@@ -58,6 +58,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import certifi
 import httpx
@@ -81,8 +82,10 @@ RUBRIC = """CHAIN bench {
 MESSAGES = [{"role": "user", "content": "What is the answer? Reply in JSON."}]
 
 # An agent's request: tools, and a conversation of 40 messages (a user turn, then 19 tool
-# calls each with its result, the last one proving the refund), served by a chain whose
-# admissibility gate reads that conversation as its evidence.
+# calls each with its result, one of them proving the refund), served by a chain whose
+# admissibility gate reads that conversation as its evidence. Each connection is an agent of
+# its own whose conversation moves on with every request it sends (agent_conversation), as an
+# agent resends its conversation with its newest call and result each turn.
 AGENT_RUBRIC = """
 PROPERTY refund_issued "The refund was issued by the payments system" {
   ADMIT procedurally_sound_tool_call
@@ -111,14 +114,21 @@ TOOLS = [{"type": "function", "function": {"name": name, "description": f"the {n
          for name in ("lookup_order", "issue_refund")]
 
 
-def _conversation(calls: int = 19) -> list[dict]:
-    messages: list[dict] = [{"role": "user", "content": "Refund order A1, after checking the other orders."}]
-    for i in range(calls):
-        name = "issue_refund" if i == calls - 1 else "lookup_order"
-        result = {"status": "refunded"} if name == "issue_refund" else {"order": f"A{i}", "status": "paid", "total": 20}
+def agent_conversation(agent: int = 0, turn: int = 0, calls: int = 19) -> list[dict]:
+    """Agent ``agent``'s conversation at its turn ``turn``: its user's request, the refund it
+    issued, then the ``calls - 1`` lookups it made since, the newest last. Each turn the
+    oldest lookup leaves the window and a new one (a new call id and result) comes in, so 19
+    of the 20 runs of a message and its result were sent by the agent the turn before."""
+    messages: list[dict] = [{"role": "user", "content": f"Refund order A{agent}, after checking the other orders."}]
+
+    def call(call_id: str, name: str, order: str, result: dict) -> None:
         messages.append({"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": json.dumps({"order": f"A{i}"})}}]})
-        messages.append({"role": "tool", "tool_call_id": f"call_{i}", "content": json.dumps(result)})
+            {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps({"order": order})}}]})
+        messages.append({"role": "tool", "tool_call_id": call_id, "content": json.dumps(result)})
+
+    call(f"call_{agent}_refund", "issue_refund", f"A{agent}", {"status": "refunded"})
+    for n in range(turn, turn + calls - 1):
+        call(f"call_{agent}_{n}", "lookup_order", f"B{n}", {"order": f"B{n}", "status": "paid", "total": 20})
     return messages
 
 
@@ -139,19 +149,54 @@ def _anthropic_conversation(messages: list[dict]) -> list[dict]:
     return out
 
 
-AGENT_MESSAGES = _conversation()
-AGENT_FIELDS = {"messages": AGENT_MESSAGES, "tools": TOOLS, "tool_choice": "auto"}
 ANTHROPIC_TOOLS = [{"name": t["function"]["name"], "description": t["function"]["description"],
                     "input_schema": t["function"]["parameters"]} for t in TOOLS]
 CHAT_PATH, MESSAGES_PATH = "/v1/chat/completions", "/v1/messages"
-# What each kind of request sends: the chain it names, the gateway's route and body, and the
-# body of the direct call (the chat-completions request the gateway's rung sends upstream).
-KINDS = {"plain": ("bench", CHAT_PATH, {"messages": MESSAGES}, {"messages": MESSAGES}),
-         "agent": ("agent", CHAT_PATH, AGENT_FIELDS, AGENT_FIELDS),
-         "agent_messages": ("agent", MESSAGES_PATH,
-                            {"messages": _anthropic_conversation(AGENT_MESSAGES), "max_tokens": 256,
-                             "tools": ANTHROPIC_TOOLS, "tool_choice": {"type": "auto"}},
-                            {**AGENT_FIELDS, "max_tokens": 256})}
+
+
+def kind_fields(kind: str, agent: int = 0, turn: int = 0) -> tuple[dict, dict]:
+    """The gateway's body of ``kind``'s request (agent ``agent``'s at its turn ``turn``) and
+    the body of the direct call (the chat-completions request the gateway's rung sends upstream)."""
+    if kind == "plain":
+        return {"messages": MESSAGES}, {"messages": MESSAGES}
+    chat = {"messages": agent_conversation(agent, turn), "tools": TOOLS, "tool_choice": "auto"}
+    if kind == "agent":
+        return chat, chat
+    return ({"messages": _anthropic_conversation(chat["messages"]), "max_tokens": 256, "tools": ANTHROPIC_TOOLS,
+             "tool_choice": {"type": "auto"}}, {**chat, "max_tokens": 256})
+
+
+# What each kind of request sends: the chain it names, the gateway's route, and its first
+# bodies (kind_fields).
+KINDS = {kind: (chain, path, *kind_fields(kind)) for kind, chain, path in (
+    ("plain", "bench", CHAT_PATH), ("agent", "agent", CHAT_PATH), ("agent_messages", "agent", MESSAGES_PATH))}
+
+
+class AgentRequests:
+    """The requests of a round's connections, each an agent of its own whose conversation
+    moves on by one call and its result with every request it sends, for the whole run
+    (a turn never comes twice): what a memo of an agent's earlier turns may hit, and no more.
+    ``repeated`` and ``runs`` count the runs (a message and the tool results after it) sent,
+    and those the same agent had sent in its request before."""
+
+    def __init__(self, kind: str, direct: bool, headers: dict[str, str]):
+        chain, path, _, _ = KINDS[kind]
+        self.kind, self.direct, self.headers = kind, direct, headers
+        self.path, self.chain = (CHAT_PATH, "cheap") if direct else (path, chain)
+        self.turns: dict[int, int] = {}
+        self._last: dict[int, set] = {}
+        self.repeated = self.runs = 0
+
+    def __call__(self, agent: int) -> bytes:
+        turn = self.turns.get(agent, 0)
+        self.turns[agent] = turn + 1
+        via, direct = kind_fields(self.kind, agent, turn)
+        runs = {m["content"] if m["role"] == "user" else m["tool_calls"][0]["id"]
+                for m in direct["messages"] if m["role"] != "tool"}
+        self.repeated += len(runs & self._last.get(agent, set()))
+        self.runs += len(runs)
+        self._last[agent] = runs
+        return _request(self.path, {"model": self.chain, **(direct if self.direct else via)}, self.headers)
 
 
 def _request(path: str, body: dict, headers: dict[str, str]) -> bytes:
@@ -166,14 +211,15 @@ def _request(path: str, body: dict, headers: dict[str, str]) -> bytes:
 _HELD = re.compile(rb'upstream_ms\\?": ([0-9.]+)')
 
 
-async def _connection(port: int, request: bytes, count: int, latencies: list[float], start_after: float,
-                      ends: list[float] | None = None) -> None:
+async def _connection(port: int, request: bytes | Callable[[int], bytes], count: int, latencies: list[float],
+                      start_after: float, ends: list[float] | None = None, index: int = 0) -> None:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     await asyncio.sleep(start_after)
     try:
         for _ in range(count):
+            data = request(index) if callable(request) else request
             started = time.perf_counter()
-            writer.write(request)
+            writer.write(data)
             head = await reader.readuntil(b"\r\n\r\n")
             status = head.split(b" ", 2)[1]
             length = next(int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
@@ -189,19 +235,20 @@ async def _connection(port: int, request: bytes, count: int, latencies: list[flo
         writer.close()
 
 
-def load(port: int, request: bytes, total: int, concurrency: int, ramp_s: float = 0.0,
+def load(port: int, request: bytes | Callable[[int], bytes], total: int, concurrency: int, ramp_s: float = 0.0,
          ends: list[float] | None = None) -> tuple[list[float], float]:
     """Per-request latencies less the upstream's own time (s), and requests per second:
     ``total`` requests over ``concurrency`` connections, each sending its share one after
     another. With ``ramp_s``, connection i sends its first request ``i / concurrency *
     ramp_s`` after the first one does, rather than all in the same instant. ``ends``, when
-    given, gets the time each answer was read (perf_counter)."""
+    given, gets the time each answer was read (perf_counter). ``request`` is the bytes each
+    connection sends, or gives connection i's next request as ``request(i)`` (AgentRequests)."""
     latencies: list[float] = []
 
     async def go() -> float:
         shares = [total // concurrency + (i < total % concurrency) for i in range(concurrency)]
         started = time.perf_counter()
-        await asyncio.gather(*(_connection(port, request, n, latencies, ramp_s * i / concurrency, ends)
+        await asyncio.gather(*(_connection(port, request, n, latencies, ramp_s * i / concurrency, ends, i)
                                for i, n in enumerate(shares)))
         return time.perf_counter() - started
 
@@ -418,10 +465,8 @@ def _side_by_side(settings: Settings, delay_s: float, upstream_port: int,
     added p99, req/s), and its added latency one request at a time."""
     total = 1000 if settings.quick else 3000
     rounds = 3 if settings.quick else 5
-    chain, path, fields, direct_fields = KINDS[kind]
-    direct = _request(CHAT_PATH, {"model": "cheap", **direct_fields}, {})
-    via = _request(path, {"model": chain, **fields}, {"authorization": f"Bearer {KEY}"})
-    paths = {"direct": (upstream_port, direct), **{name: (port, via) for name, (_, port) in started.items()}}
+    paths = {"direct": (upstream_port, _requests(kind, True)),
+             **{name: (port, _requests(kind, False)) for name, (_, port) in started.items()}}
     for port, request in paths.values():
         load(port, request, 500, CONCURRENCY)  # warm-up
     names = list(paths)
@@ -449,6 +494,8 @@ def _side_by_side(settings: Settings, delay_s: float, upstream_port: int,
               f"{_ms(one[name] - one['direct'])} ms")
     print(f"answers read within {BUNCH_GAP_S * 1000:g} ms of the one before (bunched), median of rounds: " +
           ", ".join(f"{name} {statistics.median(bunched[name]):.0%}" for name in names))
+    if repeated_text(paths):
+        print(repeated_text(paths))
     return rows, medians, {name: one[name] - one["direct"] for name in started}
 
 
@@ -603,6 +650,26 @@ def _run_gateway(settings: Settings, delay_s: float, spread_s: float, upstream_p
                       ratio_text(summary.throughput)))
 
 
+def _requests(kind: str, direct: bool) -> bytes | AgentRequests:
+    """What a path sends of ``kind``'s requests: the direct call's (the body the gateway's
+    rung sends upstream) or the gateway's; an agent's move on with every request."""
+    headers = {} if direct else {"authorization": f"Bearer {KEY}"}
+    if kind != "plain":
+        return AgentRequests(kind, direct, headers)
+    chain, path, fields, direct_fields = KINDS[kind]
+    return _request(CHAT_PATH, {"model": "cheap", **direct_fields}, headers) if direct else \
+        _request(path, {"model": chain, **fields}, headers)
+
+
+def repeated_text(paths: dict) -> str:
+    """The share of runs each gateway was sent that its agent had sent the turn before (an
+    upper bound of a memo's hit rate), or "" for plain requests."""
+    sent = [(name, request) for name, (_, request) in paths.items() if isinstance(request, AgentRequests)
+            and not request.direct]
+    return "; ".join(f"{name}: {request.repeated / max(1, request.runs):.1%} of the runs sent were in the agent's "
+                     f"request before" for name, request in sent)
+
+
 def _added(path: list[float], direct: list[float]) -> tuple[float, float]:
     """(median, p99) of ``path``'s latencies less ``direct``'s."""
     return (statistics.median(path) - statistics.median(direct),
@@ -612,10 +679,8 @@ def _added(path: list[float], direct: list[float]) -> tuple[float, float]:
 def _measure(upstream_port: int, gateway_port: int, relay_port: int, total: int, rounds: int, ramp_s: float,
              kind: str = "plain"):
     # The direct call sends the same body, so the upstream's reading of it cancels out.
-    chain, path, fields, direct_fields = KINDS[kind]
-    direct = _request(CHAT_PATH, {"model": "cheap", **direct_fields}, {})
-    via = _request(path, {"model": chain, **fields}, {"authorization": f"Bearer {KEY}"})
-    paths = {"direct": (upstream_port, direct), "gateway": (gateway_port, via), "relay": (relay_port, direct)}
+    paths = {"direct": (upstream_port, _requests(kind, True)), "gateway": (gateway_port, _requests(kind, False)),
+             "relay": (relay_port, _requests(kind, True))}
     for port, request in paths.values():
         load(port, request, 500, CONCURRENCY)  # warm-up: connections, lazy imports, SQLite pages
     rows, added, relayed, ratios, rates, relay_ratios = [], [], [], [], [], []
@@ -637,6 +702,8 @@ def _measure(upstream_port: int, gateway_port: int, relay_port: int, total: int,
     one = {name: statistics.median(load(port, request, 300, 1)[0]) for name, (port, request) in paths.items()}
     burst = {name: _burst(port, request) for name, (port, request) in paths.items()}
     through_httpx = httpx_rate(upstream_port, total, CONCURRENCY)
+    if repeated_text(paths):
+        print(repeated_text(paths))
     return rows, Summary(
         added_median=statistics.median(a for a, _ in added), added_p99=statistics.median(a for _, a in added),
         throughput=statistics.median(ratios), single=one["gateway"] - one["direct"], through_httpx=through_httpx,

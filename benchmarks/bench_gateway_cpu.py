@@ -10,6 +10,10 @@ kind is reported as CPU ms per request and as a ratio to it. Then cProfile's vie
 agent's request over each route: the functions that cost the most CPU, the gateway's own
 apart from the libraries'.
 
+The agents' requests are those of CONCURRENCY agents in turn, each conversation moving on
+by one call and its result with every request (bench_gateway.agent_conversation), so a memo
+of earlier turns finds what an agent's would; the memos' hit rates are printed.
+
 Last, the same requests one at a time after an idle pause (10 ms, and 100 ms: a model's
 reply time, which is how the gateway waits between requests at concurrency 1), against back
 to back: what a request costs when the process wakes to it with cold caches. The figure is
@@ -49,10 +53,17 @@ def _routers(folder: Path, port: int):
     return routers_for(folder / "bench.rubric", folder / "admiss.toml")
 
 
+# Each kind's requests sent so far: the next one is agent (count % CONCURRENCY)'s next turn.
+_SENT = {kind: 0 for kind in KINDS}
+
+
 async def _one(routers: dict, kind: str) -> None:
     from admiss import jsonio
 
-    chain, path, fields, _ = bench_gateway.KINDS[kind]
+    chain, path, _, _ = bench_gateway.KINDS[kind]
+    sent = _SENT[kind]
+    _SENT[kind] = sent + 1
+    fields, _ = bench_gateway.kind_fields(kind, sent % bench_gateway.CONCURRENCY, sent // bench_gateway.CONCURRENCY)
     wire = _wire(path)
     # From bytes, as a request arrives: the body is parsed each time.
     body = jsonio.loads_any(jsonio.dumps_line({"model": chain, **fields}))
@@ -111,12 +122,23 @@ async def _measure(routers: dict, count: int, rounds: int) -> None:
              ratio_text(medians[kind] / medians["plain"])] for kind in KINDS]
     print_table("CPU ms per request (the upstream's own work is in another process)",
                 ["kind", *(f"round {i + 1}" for i in range(rounds)), "median", "vs plain"], rows)
+    print(_hit_rates(routers["agent"]))
     for kind in ("agent", "agent_messages"):
         print(f"\ncProfile, {kind}, {count} requests, by own time:")
         print(await _profile(routers, kind, count))
     await _after_pauses(routers, 30 if count < 1000 else 100)
     for router in routers.values():
         await router.aclose()
+
+
+def _hit_rates(router) -> str:
+    """The gateway's memos' hit rates since the process started (admiss/serve/memo.py)."""
+    from admiss.serve import calls
+
+    runs = router.readings.memo
+    return (f"memo hit rates over these requests and their warm-up: checked messages {calls._CHECKED.hit_rate:.1%} "
+            f"(every kind's), conversation runs {runs.hit_rate:.1%} (chat completions' agent requests; "
+            f"{len(runs)} runs held, {runs.held_bytes / 1024:.0f} KiB of keys)")
 
 
 async def _after_pauses(routers: dict, count: int) -> None:

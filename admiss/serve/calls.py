@@ -18,6 +18,7 @@ import attrs
 from admiss.cascade import CompiledRung
 from admiss.gates.base import Candidate, GateContext
 from admiss.providers import Call, Completion, ProviderError, cost_usd
+from admiss.serve.memo import Memo, content_key
 
 # Chat-completions request fields passed on to the rung's model as the client sent them.
 PASSTHROUGH = frozenset({
@@ -72,20 +73,40 @@ def message_roles(messages: Any, roles: Collection[str]) -> Iterator[tuple[str, 
 
 def checked_messages(messages: Any) -> list[dict[str, Any]]:
     """``messages`` when they are a non-empty list of chat messages, else RequestError."""
+    return keyed_messages(messages)[0]
+
+
+# The messages that passed the checks, by exact content (admiss/serve/memo.py): an agent
+# resends them every turn. Checking a message cost about as much as finding it here, so the
+# key made for the look-up is handed on to the conversation's memo, which saves more.
+_CHECKED = Memo(entries=8192, size=8 << 20, largest=64 << 10)
+
+
+def keyed_messages(messages: Any) -> tuple[list[dict[str, Any]], tuple[bytes, ...]]:
+    """:func:`checked_messages`, with each message's memo key (``memo.content_key``)."""
+    keys = []
     for where, message, role in message_roles(messages, ROLES):
-        _known_fields(message, MESSAGE_FIELDS[role], where, f"a {role} message")
-        content = message.get("content")
-        if not (content is None or isinstance(content, str) or _text_parts(content)):
-            raise RequestError(f"{where}.content must be a string or an array of text parts", f"{where}.content")
-        for key in ("name", "refusal", "tool_call_id"):
-            if key in message and not isinstance(message[key], str):
-                raise RequestError(f"{where}.{key} must be a string", f"{where}.{key}")
-        if role == "tool" and "tool_call_id" not in message:
-            raise RequestError(f"{where}.tool_call_id: missing (a tool message answers one tool call)",
-                               f"{where}.tool_call_id")
-        if message.get("tool_calls") is not None:
-            _check_tool_calls(message["tool_calls"], f"{where}.tool_calls")
-    return messages
+        key = content_key(message)
+        keys.append(key)
+        if _CHECKED.get(key, message) is None:
+            _check_message(message, role, where)
+            _CHECKED.put(key, message, True, len(key))
+    return messages, tuple(keys)
+
+
+def _check_message(message: dict[str, Any], role: str, where: str) -> None:
+    _known_fields(message, MESSAGE_FIELDS[role], where, f"a {role} message")
+    content = message.get("content")
+    if not (content is None or isinstance(content, str) or _text_parts(content)):
+        raise RequestError(f"{where}.content must be a string or an array of text parts", f"{where}.content")
+    for key in ("name", "refusal", "tool_call_id"):
+        if key in message and not isinstance(message[key], str):
+            raise RequestError(f"{where}.{key} must be a string", f"{where}.{key}")
+    if role == "tool" and "tool_call_id" not in message:
+        raise RequestError(f"{where}.tool_call_id: missing (a tool message answers one tool call)",
+                           f"{where}.tool_call_id")
+    if message.get("tool_calls") is not None:
+        _check_tool_calls(message["tool_calls"], f"{where}.tool_calls")
 
 
 def _known_fields(holder: Mapping[str, Any], known: frozenset[str], where: str, what: str) -> None:

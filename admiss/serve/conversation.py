@@ -19,6 +19,16 @@ only when this gateway served it: its id, tool name and arguments are those of a
 in one of the gateway's receipts. Any other call, and its result, is not offered. A call
 whose arguments came as a JSON value (Anthropic's ``input``) is compared by that value's
 compact JSON text, which is the text the gateway served it as (see wire/anthropic_messages.py).
+
+An agent resends its whole conversation each turn, so a Chat Completions conversation is
+read in runs (a message and the tool results after it), each run read alone by the same
+trace reader and mapped by the same mapping, and kept across requests by its exact content
+(:class:`Readings`, admiss/serve/memo.py). A run read before is not read again: its steps'
+evidence items are moved to where the run stands in this request. Reading the runs apart
+gives the whole reading's steps whenever every call of a run before the last is answered
+in its run: a tool result answers only an open call, so no run reaches into another. When
+that does not hold, or a run breaks a trace's rule, the conversation is read whole, as
+before, and its error is the whole reading's.
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ from admiss import jsonio
 from admiss.errors import TraceError
 from admiss.receipts import call_key
 from admiss.serve.calls import RequestError
+from admiss.serve.memo import Memo
 from admiss.traces import anthropic, openai_chat
 from admiss.traces.mapping import CompiledMapping
 from admiss.traces.steps import ASSISTANT_TEXT, FINAL_ANSWER, TOOL_CALL, Step, StepRef, Trace
@@ -124,8 +135,111 @@ class Conversation:
 
     def summary(self) -> dict[str, Any]:
         """What the receipt says of the conversation: its size and the steps not offered."""
-        return {"steps": len(self.trace.steps), "evidence": len(self.items), "not_offered": self.not_offered}
+        return {"steps": self.steps(), "evidence": len(self.items), "not_offered": self.not_offered}
+
+    def steps(self) -> int:
+        """How many steps the conversation's trace has."""
+        return len(self.trace.steps)
 
 
 def _was_served(step: Step, served: Collection[str]) -> bool:
     return step.ref.tool_call_id is not None and _key(step) in served
+
+
+# A run read alone: its step count, each step's (evidence item or not-offered entry, whether
+# it is an item, (store key, tool) of a tool call or None), and whether a call is left open.
+Reading = tuple[int, tuple[tuple[dict, bool, tuple[str | None, str | None] | None], ...], bool]
+
+
+class Readings:
+    """The runs of Chat Completions conversations read under one mapping, kept across requests."""
+
+    def __init__(self, mapping: CompiledMapping):
+        self._mapping = mapping
+        # 50 agents of 40 messages hold about 1,000 runs; the bytes bound the keys held.
+        self.memo = Memo(entries=4096, size=16 << 20, largest=256 << 10)
+
+    def parts(self, conversation: dict[str, Any], keys: tuple[bytes, ...] | None
+              ) -> list[tuple[int, Reading]] | None:
+        """Each run of the conversation with where it starts, or None when it must be read
+        whole: no keys, another shape, a run that breaks a rule or leaves a call open."""
+        messages = conversation.get("messages")
+        if keys is None or len(conversation) != 1 or type(messages) is not list or len(keys) != len(messages):
+            return None
+        parts, memo, start = [], self.memo, 0
+        for end in range(1, len(messages) + 1):
+            if end < len(messages) and type(messages[end]) is dict and messages[end].get("role") == "tool":
+                continue
+            key, run = keys[start:end], messages[start:end]
+            reading = memo.get(key, run)
+            if reading is None:
+                reading = self._read(run)
+                if reading is None:
+                    return None
+                memo.put(key, run, reading, sum(map(len, key)))
+            parts.append((start, reading))
+            start = end
+        if any(reading[2] for _, reading in parts[:-1]):
+            return None
+        return parts
+
+    def _read(self, run: list) -> Reading | None:
+        try:
+            trace = conversation_trace({"messages": run})
+        except RequestError:
+            return None
+        entries, open_call = [], False
+        for step in trace.steps:
+            if not step.ref.path.startswith(f"messages[{step.ref.message_index}]"):
+                return None  # a reference this module could not move
+            decision = self._mapping.decide(step)
+            call = None
+            if step.type == TOOL_CALL:
+                call = (_key(step) if step.ref.tool_call_id is not None else None, step.tool_name)
+                open_call = open_call or step.result_ref is None
+            item = decision.item
+            entries.append((item, True, call) if item is not None else (decision.not_offered(), False, call))
+        return len(trace.steps), tuple(entries), open_call
+
+
+def part_keys(parts: list[tuple[int, Reading]]) -> list[str]:
+    """:func:`call_keys` of a conversation read in runs."""
+    return [call[0] for _, (_, entries, _) in parts for _, _, call in entries if call is not None and call[0] is not None]
+
+
+class RecalledConversation(Conversation):
+    """A :class:`Conversation` put together from its runs' readings (:class:`Readings`)."""
+
+    def __init__(self, parts: list[tuple[int, Reading]], mapping: CompiledMapping,
+                 served: Collection[str] | None = None):
+        self._parts = parts
+        self._mapping = mapping
+        self._served = served
+        self._mapped = None
+
+    def steps(self) -> int:
+        return sum(reading[0] for _, reading in self._parts)
+
+    def _map(self) -> tuple[tuple[dict, ...], list[dict]]:
+        items, not_offered = [], []
+        served = self._served
+        for offset, (_, entries, _) in self._parts:
+            for entry, is_item, call in entries:
+                step = _moved(entry["step"], offset)
+                if served is not None and call is not None and (call[0] is None or call[0] not in served):
+                    not_offered.append({"step": step, "type": TOOL_CALL, "tool": call[1], "reason": NOT_SERVED})
+                elif is_item:
+                    items.append({**entry, "step": step})
+                else:
+                    not_offered.append({**entry, "step": step})
+        return tuple(items), not_offered
+
+
+def _moved(ref: dict, offset: int) -> dict:
+    """A run's step reference where the run stands ``offset`` messages into the request (a copy:
+    the receipt takes it)."""
+    if not offset:
+        return dict(ref)
+    index = ref["message_index"] + offset
+    path = ref["path"]
+    return {**ref, "path": f"messages[{index}]{path[path.index(']') + 1:]}", "message_index": index}

@@ -32,8 +32,10 @@ from admiss.providers import Completion, ProviderError, recording_calls, split_m
 from admiss.receipts import StoreError, StoreWriter, open_writer, utc_timestamp
 from admiss.redact import redact, redacted_tree
 from admiss.report.json import chain_dict
-from admiss.serve.calls import LiveRungs, checked_messages, checked_params, transcript
-from admiss.serve.conversation import Conversation, call_keys, conversation_trace
+from admiss.serve.calls import LiveRungs, checked_params, keyed_messages, transcript
+from admiss.serve.conversation import (
+    Conversation, Readings, RecalledConversation, call_keys, conversation_trace, part_keys,
+)
 from admiss.traces import openai_chat
 
 SERVED, EXHAUSTED = "served", "exhausted"
@@ -80,6 +82,9 @@ class Request:
     # What the wire format can carry of a reply: the completion as it will be served (the
     # gates check that), or why it cannot be served in this format (the rung escalates).
     carry: Callable[[Completion], Completion | str] | None = None
+    # The memo key of each of the conversation's messages (calls.keyed_messages), when the
+    # wire format made them: the conversation is then read in runs kept across requests.
+    keys: tuple[bytes, ...] | None = None
 
 
 @attrs.frozen
@@ -130,6 +135,7 @@ class Router:
         # Only a chain with admissibility gates reads the conversation (a tenth of a
         # millisecond for 40 messages, spent for nothing otherwise).
         self._reads_conversation = any(g.ir.kind == "admissibility" for r in self.chain.rungs for g in r.gates)
+        self.readings = Readings(rubric.compiled.mapping)
         self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
@@ -152,8 +158,8 @@ class Router:
         (``self``, ``messages``) lands in ``params`` and is refused there, not mistaken for
         an argument.
         """
-        messages = checked_messages(messages)
-        return await self.run(Request(messages, checked_params(params), {"messages": messages}))
+        messages, keys = keyed_messages(messages)
+        return await self.run(Request(messages, checked_params(params), {"messages": messages}, keys=keys))
 
     async def run(self, request: Request) -> Served:
         """Run the cascade on a checked :class:`Request`; the served output and its (stored)
@@ -190,10 +196,10 @@ class Router:
         that made the output (default: the rung's MODEL), which a judge must not be.
         Served.output is ``output`` when the gates pass, None when they fail.
         """
-        messages = checked_messages(messages)
+        messages, keys = keyed_messages(messages)
         chosen = self.gating_rung(rung)
         started, created_at = time.perf_counter(), utc_timestamp()
-        conversation = await self._conversation(Request(messages, {}, {"messages": messages})) \
+        conversation = await self._conversation(Request(messages, {}, {"messages": messages}, keys=keys)) \
             if self._reads_conversation else None
         candidate = Candidate(output=output, model=model or chosen.model, prompt=transcript(messages),
                               evidence=conversation.evidence(chosen.name, output) if conversation else (),
@@ -250,13 +256,17 @@ class Router:
     async def _conversation(self, request: Request) -> Conversation:
         """The request's conversation as evidence (RequestError when it breaks a trace's
         rules); in strict mode only with the tool calls this gateway served."""
-        trace = conversation_trace(request.conversation, request.reader)
+        parts = self.readings.parts(request.conversation, request.keys) \
+            if request.reader == openai_chat.NAME else None
+        trace = conversation_trace(request.conversation, request.reader) if parts is None else None
         served = None
         if self.config.serve.tool_evidence == "served":
-            keys = call_keys(trace)
+            keys = call_keys(trace) if trace is not None else part_keys(parts)  # type: ignore[arg-type]
             served = set()
             if keys and self._store is not None:
                 served = await self._store.aread(lambda store, wanted: store.served(wanted), keys)
+        if trace is None:
+            return RecalledConversation(parts, self.rubric.compiled.mapping, served)  # type: ignore[arg-type]
         return Conversation(trace, self.rubric.compiled.mapping, served)
 
     async def _keep(self, receipt: dict[str, Any]) -> None:

@@ -1,0 +1,72 @@
+"""A bounded memo, across requests, of what a request's messages read to.
+
+An agent resends its whole conversation with every turn, so all but the newest messages of
+its request were checked and read in its request before. The gateway keeps what a message
+(or a run of messages) read to, and skips that work when the same content comes again.
+
+An entry is found only by the exact content: the compact JSON text of the messages (which
+tells ``1`` from ``1.0`` and ``true``) and, on a hit, their equality as values (which tells
+NaN, written ``null``, from ``null``). Nothing a client changes can reuse a reading, and
+what is kept is only ever what the same work gives for that content: the memo skips work,
+it never changes a result. It holds at most ``entries`` entries and ``size`` bytes of keys,
+dropping the least recently used first, and takes no content longer than ``largest`` bytes,
+so a client cannot grow it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Hashable
+
+from admiss import jsonio
+
+
+def content_key(value: Any) -> bytes:
+    """The exact JSON text of a request's value (a message), as a memo key."""
+    return jsonio.dumps_line(value)
+
+
+class Memo:
+    """Readings by exact content, bounded; ``hits`` and ``misses`` count the look-ups."""
+
+    def __init__(self, entries: int, size: int, largest: int):
+        self._entries, self._size, self._largest = entries, size, largest
+        # key -> (the content as a value, its reading, the key's size); in use order.
+        self._held: dict[Hashable, tuple[Any, Any, int]] = {}
+        self._bytes = 0
+        self.hits = self.misses = 0
+
+    def get(self, key: Hashable, content: Any) -> Any:
+        """The reading kept for ``content`` (whose key is ``key``), or None."""
+        found = self._held.pop(key, None)
+        if found is None or found[0] != content:
+            if found is not None:
+                self._bytes -= found[2]
+            self.misses += 1
+            return None
+        self._held[key] = found  # the most recently used goes last
+        self.hits += 1
+        return found[1]
+
+    def put(self, key: Hashable, content: Any, reading: Any, size: int) -> None:
+        """Keep ``reading`` for ``content``, unless it is larger than the memo takes."""
+        if size > self._largest or key in self._held:
+            return
+        held = self._held
+        while held and (len(held) >= self._entries or self._bytes + size > self._size):
+            oldest = next(iter(held))
+            self._bytes -= held.pop(oldest)[2]
+        held[key] = (content, reading, size)
+        self._bytes += size
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    @property
+    def held_bytes(self) -> int:
+        """The size of the keys held."""
+        return self._bytes
+
+    @property
+    def hit_rate(self) -> float:
+        """The share of look-ups that found a reading (0 before any)."""
+        return self.hits / max(1, self.hits + self.misses)

@@ -1,0 +1,179 @@
+"""The memo of what an agent's messages read to (admiss/serve/memo.py) only skips work: a
+conversation put together from its runs' readings gives what the whole reading gives, every
+time, whatever the conversation; what a client changes is never read from the memo; the
+memo stays within its bounds."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings, strategies as st
+
+import admiss
+from admiss.serve.calls import RequestError, checked_messages, keyed_messages
+from admiss.serve.conversation import Conversation, Readings, RecalledConversation, call_keys, conversation_trace, \
+    part_keys
+from admiss.serve.memo import Memo, content_key
+from agentkit import REFUND_RULES
+
+RUBRIC = REFUND_RULES + """
+CHAIN agent {
+  RUNG cheap {
+    GATE admissibility refund_issued
+  }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def mapping(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("memo")
+    (folder / "r.rubric").write_text(RUBRIC)
+    return admiss.load(folder / "r.rubric").compiled.mapping
+
+
+texts = st.text(st.characters(codec="utf-8"), max_size=20)
+results = texts | st.sampled_from(['{"status": "refunded"}', '{"status": "error", "message": "no"}',
+                                   '{"error": "boom"}', "Error: denied", '{"status": "refunded", "status": "x"}'])
+arguments = texts | st.sampled_from(['{"order": "A1"}', '{"order": 7}', "not json"])
+ids = st.sampled_from(["call_1", "call_2", "call_3"])
+call = st.builds(lambda i, name, args: {"id": i, "type": "function", "function": {"name": name, "arguments": args}},
+                 ids, st.sampled_from(["issue_refund", "lookup_order"]), arguments)
+# Messages of every kind a client may send, hostile ones among them: results that answer no
+# call or a call twice, calls left open before later turns, calls with one id, text parts.
+message = st.one_of(
+    st.builds(lambda text: {"role": "user", "content": text}, texts),
+    st.builds(lambda text: {"role": "assistant", "content": text}, texts),
+    st.builds(lambda text: {"role": "assistant", "content": [{"type": "text", "text": text}]}, texts),
+    st.builds(lambda c, text: {"role": "assistant", "content": text, "tool_calls": c},
+              st.lists(call, min_size=1, max_size=3), st.none() | texts),
+    st.builds(lambda i, result: {"role": "tool", "tool_call_id": i, "content": result}, ids, results),
+)
+conversations = st.lists(message, min_size=1, max_size=12)
+
+
+def calling(call_id: str, name: str = "issue_refund") -> dict:
+    return {"role": "assistant", "content": None, "tool_calls": [
+        {"id": call_id, "type": "function", "function": {"name": name, "arguments": "{}"}}]}
+
+
+def answer(call_id: str, result: str = '{"status": "refunded"}') -> dict:
+    return {"role": "tool", "tool_call_id": call_id, "content": result}
+
+
+# A call left open in one run, then a call with its id answered in a later run: which of the
+# two the result answers is ambiguous for the whole reading, and each run alone reads clean.
+OPEN_THEN_AGAIN = [calling("call_1"), calling("call_1"), answer("call_1")]
+# A result in a later run that answers a call of an earlier one a second time.
+ANSWERED_TWICE = [calling("call_1"), answer("call_1"), {"role": "user", "content": "and?"}, answer("call_1")]
+
+
+def whole(conversation: list[dict], mapping, served=None) -> tuple | str:
+    """What the whole reading gives: the receipt's summary and the evidence, or the error."""
+    try:
+        read = Conversation(conversation_trace({"messages": conversation}), mapping, served)
+    except RequestError as error:
+        return f"{error.param}: {error}"
+    return read.summary(), read.evidence("cheap", "done")
+
+
+def recalled(readings: Readings, conversation: list[dict], mapping, served=None) -> tuple | str | None:
+    """The same put together from the runs' readings (None when it must be read whole)."""
+    _, keys = keyed_messages(conversation)
+    parts = readings.parts({"messages": conversation}, keys)
+    if parts is None:
+        return None
+    read = RecalledConversation(parts, mapping, served)
+    return read.summary(), read.evidence("cheap", "done")
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(earlier=conversations, later=conversations, served=st.none() | st.sets(st.integers(0, 5)))
+@example(earlier=OPEN_THEN_AGAIN, later=[], served=None)
+@example(earlier=ANSWERED_TWICE, later=[calling("call_2")], served={0})
+def test_runs_read_apart_give_the_whole_reading(mapping, earlier, later, served):
+    readings = Readings(mapping)
+    # The second conversation repeats some of the first's messages at other places, as an
+    # agent's next turn does: their runs come from the memo, moved to where they stand.
+    for conversation in (earlier, later + earlier, earlier[1:] + later):
+        if not conversation:
+            continue
+        trace = None
+        try:
+            trace = conversation_trace({"messages": conversation})
+        except RequestError:
+            pass
+        keys = call_keys(trace) if trace is not None else []
+        strict = None if served is None else {keys[i] for i in served if i < len(keys)}
+        expected = whole(conversation, mapping, strict)
+        got = recalled(readings, conversation, mapping, strict)
+        if got is None:
+            continue  # read whole, as before
+        assert isinstance(expected, tuple), f"a conversation the whole reading refuses was read in runs: {expected}"
+        assert got == expected
+        assert json.dumps(got) == json.dumps(expected)  # the receipt's bytes, key order and all
+        _, request_keys = keyed_messages(conversation)
+        assert part_keys(readings.parts({"messages": conversation}, request_keys)) == keys
+
+
+def agent(turn: int) -> list[dict]:
+    """An agent's conversation at its turn: the refund, then the last three lookups."""
+    messages = [{"role": "user", "content": "Refund order A1."}]
+    for n in ["refund", *range(turn, turn + 3)]:
+        name = "issue_refund" if n == "refund" else "lookup_order"
+        messages.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"call_{n}", "type": "function", "function": {"name": name, "arguments": '{"order": "A1"}'}}]})
+        messages.append({"role": "tool", "tool_call_id": f"call_{n}",
+                         "content": '{"status": "refunded"}' if n == "refund" else '{"status": "paid"}'})
+    return messages
+
+
+def test_an_agents_next_turn_reads_only_its_new_run(mapping):
+    readings = Readings(mapping)
+    assert recalled(readings, agent(0), mapping) == whole(agent(0), mapping)
+    assert (readings.memo.hits, readings.memo.misses) == (0, 5)
+    assert recalled(readings, agent(1), mapping) == whole(agent(1), mapping)
+    # The user's turn, the refund and two lookups again; one new lookup.
+    assert (readings.memo.hits, readings.memo.misses) == (4, 6)
+
+
+def test_a_run_that_changes_is_read_again(mapping):
+    readings = Readings(mapping)
+    before = agent(0)
+    recalled(readings, before, mapping)
+    after = json.loads(json.dumps(before))
+    after[2]["content"] = '{"status": "error", "message": "card declined"}'  # the refund's result
+    assert recalled(readings, after, mapping) == whole(after, mapping)
+    assert whole(after, mapping) != whole(before, mapping)
+
+
+def test_a_value_that_writes_as_another_is_not_taken_for_it():
+    # NaN and null are both written null: the memo's key is the same, the content is not.
+    assert content_key({"content": math.nan}) == content_key({"content": None})
+    checked_messages([{"role": "assistant", "content": None}])
+    with pytest.raises(RequestError, match="content must be a string"):
+        checked_messages([{"role": "assistant", "content": math.nan}])
+    # 1, 1.0 and true are equal in Python, and written apart in JSON.
+    memo = Memo(entries=10, size=1000, largest=100)
+    kept = {"a": 1}
+    memo.put(content_key(kept), kept, "reading", 10)
+    for other in ({"a": True}, {"a": 1.0}, {"a": math.nan}):
+        assert memo.get(content_key(other), other) is None
+    assert memo.get(content_key({"a": 1}), {"a": 1}) == "reading"
+
+
+def test_the_memo_keeps_within_its_bounds():
+    memo = Memo(entries=3, size=100, largest=40)
+    for i in range(50):
+        key = b"k" * 10 + str(i).encode()
+        memo.put(key, i, i, len(key))
+        assert len(memo) <= 3 and memo.held_bytes <= 100
+    memo.put(b"big", "big", "big", 41)  # larger than it takes
+    assert memo.get(b"big", "big") is None
+    memo = Memo(entries=100, size=50, largest=40)
+    for i in range(20):
+        memo.put(i, i, i, 20)
+        assert memo.held_bytes <= 50
+    assert memo.get(19, 19) == 19 and memo.get(0, 0) is None  # the least recently used went first

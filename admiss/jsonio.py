@@ -41,6 +41,15 @@ def dumps_line(value: Any) -> bytes:
         return _dumps_escaped(value, None)
 
 
+def exact_text(value: Any) -> bytes | None:
+    """orjson's compact JSON text of ``value``, or None where orjson cannot write it (a lone
+    surrogate, an integer beyond 64 bits, nesting too deep): a key for a value, not output."""
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return None
+
+
 def dumps_indented(value: Any) -> bytes:
     """``value`` as JSON indented by two spaces (no final newline)."""
     try:

@@ -53,38 +53,48 @@ def _routers(folder: Path, port: int):
     return routers_for(folder / "bench.rubric", folder / "admiss.toml")
 
 
-# Each kind's requests sent so far: the next one is agent (count % CONCURRENCY)'s next turn.
+# Each kind's requests made so far: the next one is agent (count % CONCURRENCY)'s next turn.
 _SENT = {kind: 0 for kind in KINDS}
 
 
-async def _one(routers: dict, kind: str) -> None:
+def _bodies(kind: str, count: int) -> list[bytes]:
+    """``kind``'s next ``count`` request bodies, as they arrive (made before they are timed)."""
+    from admiss import jsonio
+
+    chain = bench_gateway.KINDS[kind][0]
+    sent = _SENT[kind]
+    _SENT[kind] = sent + count
+    agents = bench_gateway.CONCURRENCY
+    return [jsonio.dumps_line({"model": chain, **bench_gateway.kind_fields(kind, n % agents, n // agents)[0]})
+            for n in range(sent, sent + count)]
+
+
+async def _one(routers: dict, kind: str, raw: bytes) -> None:
     from admiss import jsonio
 
     chain, path, _, _ = bench_gateway.KINDS[kind]
-    sent = _SENT[kind]
-    _SENT[kind] = sent + 1
-    fields, _ = bench_gateway.kind_fields(kind, sent % bench_gateway.CONCURRENCY, sent // bench_gateway.CONCURRENCY)
     wire = _wire(path)
     # From bytes, as a request arrives: the body is parsed each time.
-    body = jsonio.loads_any(jsonio.dumps_line({"model": chain, **fields}))
-    incoming = wire.read(body)
+    incoming = wire.read(jsonio.loads_any(raw))
     served = await routers[chain].run(incoming.request)
     assert served.rung is not None, served.receipt
     jsonio.dumps_line(wire.response(served, 0))
 
 
 async def _cpu_ms(routers: dict, kind: str, count: int) -> float:
+    bodies = _bodies(kind, count)
     started = time.process_time()
-    for _ in range(count):
-        await _one(routers, kind)
+    for raw in bodies:
+        await _one(routers, kind, raw)
     return (time.process_time() - started) * 1000 / count
 
 
 async def _profile(routers: dict, kind: str, count: int) -> str:
+    bodies = _bodies(kind, count)
     profile = cProfile.Profile()
     profile.enable()
-    for _ in range(count):
-        await _one(routers, kind)
+    for raw in bodies:
+        await _one(routers, kind, raw)
     profile.disable()
     out = io.StringIO()
     stats = pstats.Stats(profile, stream=out)
@@ -148,10 +158,10 @@ async def _after_pauses(routers: dict, count: int) -> None:
         cpu = {}
         for pause in PAUSES_S:
             spent = 0.0
-            for _ in range(count):
+            for raw in _bodies(kind, count):
                 await asyncio.sleep(pause)
                 started = time.process_time()
-                await _one(routers, kind)
+                await _one(routers, kind, raw)
                 spent += time.process_time() - started
             cpu[pause] = spent * 1000 / count
         rows.append([kind, *(f"{cpu[p]:.3f}" for p in PAUSES_S), ratio_text(cpu[PAUSES_S[-1]] / cpu[0.0])])

@@ -18,7 +18,7 @@ import attrs
 from admiss.cascade import CompiledRung
 from admiss.gates.base import Candidate, GateContext
 from admiss.providers import Call, Completion, ProviderError, cost_usd
-from admiss.serve.memo import Memo, content_key
+from admiss.serve.memo import Known, Memo, content_key, run_ends
 
 # Chat-completions request fields passed on to the rung's model as the client sent them.
 PASSTHROUGH = frozenset({
@@ -59,39 +59,59 @@ class RequestError(ValueError):
 def message_roles(messages: Any, roles: Collection[str]) -> Iterator[tuple[str, dict[str, Any], str]]:
     """(where, message, role) of each message of a non-empty array of objects whose ``role``
     is one of ``roles`` (either wire format's first check); RequestError at the first that is not."""
-    if not isinstance(messages, list) or not messages:
-        raise RequestError("messages must be a non-empty array of messages", "messages")
+    _check_array(messages)
     for index, message in enumerate(messages):
         where = f"messages[{index}]"
-        if not isinstance(message, dict):
-            raise RequestError(f"{where} must be an object", where)
-        role = message.get("role")
-        if not isinstance(role, str) or role not in roles:
-            raise RequestError(f"{where}.role must be one of {', '.join(sorted(roles))}", f"{where}.role")
-        yield where, message, role
+        yield where, message, message_role(message, where, roles)
+
+
+def _check_array(messages: Any) -> None:
+    if not isinstance(messages, list) or not messages:
+        raise RequestError("messages must be a non-empty array of messages", "messages")
+
+
+def message_role(message: Any, where: str, roles: Collection[str]) -> str:
+    """The ``role`` of the message at ``where``, one of ``roles``; RequestError otherwise."""
+    if not isinstance(message, dict):
+        raise RequestError(f"{where} must be an object", where)
+    role = message.get("role")
+    if not isinstance(role, str) or role not in roles:
+        raise RequestError(f"{where}.role must be one of {', '.join(sorted(roles))}", f"{where}.role")
+    return role
 
 
 def checked_messages(messages: Any) -> list[dict[str, Any]]:
     """``messages`` when they are a non-empty list of chat messages, else RequestError."""
-    return keyed_messages(messages)[0]
+    return known_messages(messages)[0]
 
 
-# The messages that passed the checks, by exact content (admiss/serve/memo.py): an agent
-# resends them every turn. Checking a message cost about as much as finding it here, so the
-# key made for the look-up is handed on to the conversation's memo, which saves more.
-_CHECKED = Memo(entries=8192, size=8 << 20, largest=64 << 10)
+# The runs of messages that passed the checks, by exact content (admiss/serve/memo.py),
+# each kept as its own reading: an agent resends them every turn. Checking a message cost
+# about as much as finding it here, so what the look-up found is handed on to the
+# conversation's memo, which saves more (benchmarks/bench_gateway_cpu.py).
+_CHECKED = Memo(entries=8192, size=8 << 20, largest=256 << 10)
 
 
-def keyed_messages(messages: Any) -> tuple[list[dict[str, Any]], tuple[bytes, ...]]:
-    """:func:`checked_messages`, with each message's memo key (``memo.content_key``)."""
-    keys = []
-    for where, message, role in message_roles(messages, ROLES):
-        key = content_key(message)
+def known_messages(messages: Any) -> tuple[list[dict[str, Any]], Known | None]:
+    """:func:`checked_messages`, with what the memo knows of them (None when a run has no key)."""
+    _check_array(messages)
+    starts, keys, kept, start = [], [], [], 0
+    for end in run_ends(messages):
+        run = messages[start:end]
+        key = content_key(run)
+        found = _CHECKED.get(key, run) if key is not None else None
+        if found is None:
+            for index in range(start, end):
+                where = f"messages[{index}]"
+                _check_message(messages[index], message_role(messages[index], where, ROLES), where)
+            if key is not None:
+                _CHECKED.put(key, run, run, len(key))
+            found = run
+        starts.append(start)
         keys.append(key)
-        if _CHECKED.get(key, message) is None:
-            _check_message(message, role, where)
-            _CHECKED.put(key, message, True, len(key))
-    return messages, tuple(keys)
+        kept.append(found)
+        start = end
+    return messages, (Known(tuple(starts), tuple(keys), tuple(kept)) if None not in keys else None)
 
 
 def _check_message(message: dict[str, Any], role: str, where: str) -> None:

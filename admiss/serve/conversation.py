@@ -39,7 +39,7 @@ from admiss import jsonio
 from admiss.errors import TraceError
 from admiss.receipts import call_key
 from admiss.serve.calls import RequestError
-from admiss.serve.memo import Memo
+from admiss.serve.memo import Known, Memo
 from admiss.traces import anthropic, openai_chat
 from admiss.traces.mapping import CompiledMapping
 from admiss.traces.steps import ASSISTANT_TEXT, FINAL_ANSWER, TOOL_CALL, Step, StepRef, Trace
@@ -159,26 +159,22 @@ class Readings:
         # 50 agents of 40 messages hold about 1,000 runs; the bytes bound the keys held.
         self.memo = Memo(entries=4096, size=16 << 20, largest=256 << 10)
 
-    def parts(self, conversation: dict[str, Any], keys: tuple[bytes, ...] | None
-              ) -> list[tuple[int, Reading]] | None:
+    def parts(self, conversation: dict[str, Any], known: Known | None) -> list[tuple[int, Reading]] | None:
         """Each run of the conversation with where it starts, or None when it must be read
         whole: no keys, another shape, a run that breaks a rule or leaves a call open."""
         messages = conversation.get("messages")
-        if keys is None or len(conversation) != 1 or type(messages) is not list or len(keys) != len(messages):
+        if known is None or len(conversation) != 1 or type(messages) is not list or not known.starts \
+                or known.starts[-1] >= len(messages):
             return None
-        parts, memo, start = [], self.memo, 0
-        for end in range(1, len(messages) + 1):
-            if end < len(messages) and type(messages[end]) is dict and messages[end].get("role") == "tool":
-                continue
-            key, run = keys[start:end], messages[start:end]
+        parts, memo = [], self.memo
+        for start, end, key, run in zip(known.starts, known.starts[1:] + (len(messages),), known.keys, known.kept):
             reading = memo.get(key, run)
             if reading is None:
-                reading = self._read(run)
+                reading = self._read(run)  # equal to messages[start:end], and what the key says
                 if reading is None:
                     return None
-                memo.put(key, run, reading, sum(map(len, key)))
+                memo.put(key, run, reading, len(key))
             parts.append((start, reading))
-            start = end
         if any(reading[2] for _, reading in parts[:-1]):
             return None
         return parts

@@ -1,8 +1,9 @@
 """A bounded memo, across requests, of what a request's messages read to.
 
 An agent resends its whole conversation with every turn, so all but the newest messages of
-its request were checked and read in its request before. The gateway keeps what a message
-(or a run of messages) read to, and skips that work when the same content comes again.
+its request were checked and read in its request before. The gateway keeps what a run of
+messages (a message and the tool results after it) read to, and skips that work when the
+same content comes again.
 
 An entry is found only by the exact content: the compact JSON text of the messages (which
 tells ``1`` from ``1.0`` and ``true``) and, on a hit, their equality as values (which tells
@@ -17,12 +18,32 @@ from __future__ import annotations
 
 from typing import Any, Hashable
 
+import attrs
+
 from admiss import jsonio
 
+# A memo key: a value's exact JSON text (None for a value orjson cannot write, which is then
+# not memoized).
+content_key = jsonio.exact_text
 
-def content_key(value: Any) -> bytes:
-    """The exact JSON text of a request's value (a message), as a memo key."""
-    return jsonio.dumps_line(value)
+
+@attrs.frozen
+class Known:
+    """A request's messages as the memo found them, in runs (a message and the tool results
+    after it: what an agent adds in a turn): where each run starts, its key, and the run
+    kept for that content (equal to it; the first of its kind the memo saw, so that the
+    conversation's memo compares it by identity rather than deeply)."""
+
+    starts: tuple[int, ...]
+    keys: tuple[bytes, ...]
+    kept: tuple[list, ...]
+
+
+def run_ends(messages: list) -> list[int]:
+    """Where each run of Chat Completions ``messages`` ends: before each message that is not
+    a tool result, and at the end."""
+    return [end for end in range(1, len(messages) + 1)
+            if end == len(messages) or type(messages[end]) is not dict or messages[end].get("role") != "tool"]
 
 
 class Memo:

@@ -32,10 +32,11 @@ from admiss.providers import Completion, ProviderError, recording_calls, split_m
 from admiss.receipts import StoreError, StoreWriter, open_writer, utc_timestamp
 from admiss.redact import redact, redacted_tree
 from admiss.report.json import chain_dict
-from admiss.serve.calls import LiveRungs, checked_params, keyed_messages, transcript
+from admiss.serve.calls import LiveRungs, checked_params, known_messages, transcript
 from admiss.serve.conversation import (
     Conversation, Readings, RecalledConversation, call_keys, conversation_trace, part_keys,
 )
+from admiss.serve.memo import Known
 from admiss.traces import openai_chat
 
 SERVED, EXHAUSTED = "served", "exhausted"
@@ -82,9 +83,10 @@ class Request:
     # What the wire format can carry of a reply: the completion as it will be served (the
     # gates check that), or why it cannot be served in this format (the rung escalates).
     carry: Callable[[Completion], Completion | str] | None = None
-    # The memo key of each of the conversation's messages (calls.keyed_messages), when the
-    # wire format made them: the conversation is then read in runs kept across requests.
-    keys: tuple[bytes, ...] | None = None
+    # What the memo knows of the conversation's messages: what calls.known_messages gave for
+    # these very messages, when the wire format asked; the conversation is then read in runs
+    # kept across requests.
+    known: Known | None = None
 
 
 @attrs.frozen
@@ -158,8 +160,8 @@ class Router:
         (``self``, ``messages``) lands in ``params`` and is refused there, not mistaken for
         an argument.
         """
-        messages, keys = keyed_messages(messages)
-        return await self.run(Request(messages, checked_params(params), {"messages": messages}, keys=keys))
+        messages, known = known_messages(messages)
+        return await self.run(Request(messages, checked_params(params), {"messages": messages}, known=known))
 
     async def run(self, request: Request) -> Served:
         """Run the cascade on a checked :class:`Request`; the served output and its (stored)
@@ -196,10 +198,10 @@ class Router:
         that made the output (default: the rung's MODEL), which a judge must not be.
         Served.output is ``output`` when the gates pass, None when they fail.
         """
-        messages, keys = keyed_messages(messages)
+        messages, known = known_messages(messages)
         chosen = self.gating_rung(rung)
         started, created_at = time.perf_counter(), utc_timestamp()
-        conversation = await self._conversation(Request(messages, {}, {"messages": messages}, keys=keys)) \
+        conversation = await self._conversation(Request(messages, {}, {"messages": messages}, known=known)) \
             if self._reads_conversation else None
         candidate = Candidate(output=output, model=model or chosen.model, prompt=transcript(messages),
                               evidence=conversation.evidence(chosen.name, output) if conversation else (),
@@ -256,7 +258,7 @@ class Router:
     async def _conversation(self, request: Request) -> Conversation:
         """The request's conversation as evidence (RequestError when it breaks a trace's
         rules); in strict mode only with the tool calls this gateway served."""
-        parts = self.readings.parts(request.conversation, request.keys) \
+        parts = self.readings.parts(request.conversation, request.known) \
             if request.reader == openai_chat.NAME else None
         trace = conversation_trace(request.conversation, request.reader) if parts is None else None
         served = None

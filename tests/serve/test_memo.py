@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 import admiss
-from admiss.serve.calls import RequestError, checked_messages, keyed_messages
+from admiss.serve.calls import RequestError, checked_messages, known_messages
 from admiss.serve.conversation import Conversation, Readings, RecalledConversation, call_keys, conversation_trace, \
     part_keys
 from admiss.serve.memo import Memo, content_key
@@ -81,8 +81,8 @@ def whole(conversation: list[dict], mapping, served=None) -> tuple | str:
 
 def recalled(readings: Readings, conversation: list[dict], mapping, served=None) -> tuple | str | None:
     """The same put together from the runs' readings (None when it must be read whole)."""
-    _, keys = keyed_messages(conversation)
-    parts = readings.parts({"messages": conversation}, keys)
+    _, known = known_messages(conversation)
+    parts = readings.parts({"messages": conversation}, known)
     if parts is None:
         return None
     read = RecalledConversation(parts, mapping, served)
@@ -114,8 +114,8 @@ def test_runs_read_apart_give_the_whole_reading(mapping, earlier, later, served)
         assert isinstance(expected, tuple), f"a conversation the whole reading refuses was read in runs: {expected}"
         assert got == expected
         assert json.dumps(got) == json.dumps(expected)  # the receipt's bytes, key order and all
-        _, request_keys = keyed_messages(conversation)
-        assert part_keys(readings.parts({"messages": conversation}, request_keys)) == keys
+        _, known = known_messages(conversation)
+        assert part_keys(readings.parts({"messages": conversation}, known)) == keys
 
 
 def agent(turn: int) -> list[dict]:

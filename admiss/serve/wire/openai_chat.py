@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, AsyncIterator, Callable
 
-from admiss.serve.calls import checked_params, keyed_messages
+from admiss.serve.calls import checked_params, known_messages
 from admiss.serve.router import Request, Served
 from admiss.serve.wire import Incoming, admiss_object, pieces, sse
 
@@ -32,8 +32,8 @@ def read(body: dict[str, Any]) -> Incoming:
     stream = fields.pop("stream", False) is True
     options = fields.pop("stream_options", None)
     include_usage = isinstance(options, dict) and options.get("include_usage") is True
-    messages, keys = keyed_messages(fields.pop("messages", None))
-    request = Request(messages, checked_params(fields), {"messages": messages}, keys=keys)
+    messages, known = known_messages(fields.pop("messages", None))
+    request = Request(messages, checked_params(fields), {"messages": messages}, known=known)
     return Incoming(request, stream, include_usage)
 
 

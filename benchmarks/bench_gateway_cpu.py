@@ -25,7 +25,12 @@ from __future__ import annotations
 import asyncio
 import cProfile
 import io
+import json
 import pstats
+import shutil
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -105,6 +110,9 @@ async def _profile(routers: dict, kind: str, count: int) -> str:
 def run(settings: Settings) -> None:
     count = 300 if settings.quick else 1000
     rounds = 3 if settings.quick else 5
+    if settings.baseline_admiss:
+        _compare_baseline(settings.baseline_admiss, count, rounds + 1)
+        return
     upstream, port = bench_gateway._start_upstream(0.0)
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -139,6 +147,70 @@ async def _measure(routers: dict, count: int, rounds: int) -> None:
     await _after_pauses(routers, 30 if count < 1000 else 100)
     for router in routers.values():
         await router.aclose()
+
+
+BASELINE, THIS = "baseline", "this checkout"
+# What each measuring process runs: worker() of the copy of this folder in its working folder.
+_WORKER = "import sys; from benchmarks import bench_gateway_cpu as b; b.worker(int(sys.argv[1]), int(sys.argv[2]))"
+
+
+def _compare_baseline(baseline_admiss: str, count: int, rounds: int) -> None:
+    """The same figures for another checkout: each round, a process of the baseline's Python
+    (the one beside its ``admiss`` command) and one of this checkout's measure ``count``
+    requests of each kind in turn, in an order that alternates, each from a copy of this
+    folder (so that each imports its own checkout's admiss), against one upstream."""
+    python = {BASELINE: str(Path(baseline_admiss).parent / "python"), THIS: sys.executable}
+    print_section(f"gateway CPU per request, in one process: {BASELINE} ({baseline_admiss}) vs {THIS}, a process "
+                  f"each per round, {count} requests of each kind a round, {rounds} rounds, taking turns")
+    upstream, port = bench_gateway._start_upstream(0.0)
+    figures: dict[str, list[dict]] = {BASELINE: [], THIS: []}
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            shutil.copytree(Path(__file__).parent, Path(tmp) / "benchmarks",
+                            ignore=shutil.ignore_patterns("__pycache__"))
+            for index in range(rounds):
+                for name in (BASELINE, THIS) if index % 2 == 0 else (THIS, BASELINE):
+                    done = subprocess.run([python[name], "-c", _WORKER, str(port), str(count)], cwd=tmp, check=True,
+                                          capture_output=True, text=True)
+                    figures[name].append(json.loads(done.stdout.splitlines()[-1]))
+    finally:
+        bench_gateway._stop(upstream)
+    medians = {name: {kind: statistics.median(f[kind] for f in runs) for kind in KINDS}
+               for name, runs in figures.items()}
+    rows = [[f"{index + 1}", *(f"{figures[name][index][kind]:.3f}" for name in figures for kind in KINDS)]
+            for index in range(rounds)]
+    rows.append(["median", *(f"{medians[name][kind]:.3f}" for name in figures for kind in KINDS)])
+    print_table("CPU ms per request, by round", ["round", *(f"{name} {kind}" for name in figures for kind in KINDS)],
+                rows)
+    for kind in KINDS:
+        print(f"{kind}: {THIS} {medians[THIS][kind]:.3f} ms vs {BASELINE} {medians[BASELINE][kind]:.3f} ms "
+              f"({ratio_text(medians[THIS][kind] / medians[BASELINE][kind])})")
+    for name, runs in figures.items():
+        rates = [f["runs_hit"] for f in runs if f["runs_hit"] is not None]
+        if rates:
+            print(f"{name}: conversation runs found in the memo, median of rounds {statistics.median(rates):.1%}")
+
+
+def worker(port: int, count: int) -> None:
+    """One round of _compare_baseline: after a warm-up, ``count`` requests of each kind in
+    turn, printed as one JSON line (CPU ms per request by kind, and the memo's hit rate)."""
+
+    async def measure(routers: dict) -> dict:
+        for kind in KINDS:
+            await _cpu_ms(routers, kind, 100)
+        out: dict = {kind: await _cpu_ms(routers, kind, count) for kind in KINDS}
+        readings = getattr(routers["agent"], "readings", None)  # a checkout without the memo has none
+        out["runs_hit"] = readings.memo.hit_rate if readings is not None else None
+        for router in routers.values():
+            await router.aclose()
+        return out
+
+    with tempfile.TemporaryDirectory() as tmp:
+        routers = _routers(Path(tmp), port)
+        try:
+            print(json.dumps(asyncio.run(measure(routers))))
+        finally:
+            next(iter(routers.values())).store.close()
 
 
 def _hit_rates(router) -> str:

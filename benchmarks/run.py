@@ -52,7 +52,8 @@ def parsed_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--only", action="append", choices=sorted(SECTIONS), metavar="NAME", help=f"run only this section (repeatable): {', '.join(SECTIONS)}")
     parser.add_argument("--baseline-admiss", metavar="PATH", help="the admiss command of another checkout (main's, "
                         "say): the batch section times its --jobs 1 and 2 beside this checkout's, interleaved; "
-                        "gateway_agents serves with it beside this checkout's gateway, in the same rounds")
+                        "gateway_agents serves with it beside this checkout's gateway, in the same rounds; gateway_cpu measures "
+                        "it in turns with this checkout")
     parser.add_argument("--ray-sizes", metavar="N,N,...", type=lambda text: tuple(int(n) for n in text.split(",")),
                         help="bundle counts the ray section compares at (default 100000,1000000,5000000; "
                         "quick 10000,100000)")

@@ -89,7 +89,7 @@ def checked_messages(messages: Any) -> list[dict[str, Any]]:
 # each kept as its own reading: an agent resends them every turn. Checking a message cost
 # about as much as finding it here, so what the look-up found is handed on to the
 # conversation's memo, which saves more (benchmarks/bench_gateway_cpu.py).
-_CHECKED = Memo(entries=8192, size=8 << 20, largest=256 << 10)
+_CHECKED = Memo(entries=8192, size=4 << 20, largest=64 << 10)
 
 
 def known_messages(messages: Any) -> tuple[list[dict[str, Any]], Known | None]:

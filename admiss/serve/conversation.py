@@ -156,8 +156,9 @@ class Readings:
 
     def __init__(self, mapping: CompiledMapping):
         self._mapping = mapping
-        # 50 agents of 40 messages hold about 1,000 runs; the bytes bound the keys held.
-        self.memo = Memo(entries=4096, size=16 << 20, largest=256 << 10)
+        # 50 agents of 40 messages hold about 1,000 runs. The runs kept are those the checks'
+        # memo keeps (calls._CHECKED), so the two share their content.
+        self.memo = Memo(entries=4096, size=4 << 20, largest=64 << 10)
 
     def parts(self, conversation: dict[str, Any], known: Known | None) -> list[tuple[int, Reading]] | None:
         """Each run of the conversation with where it starts, or None when it must be read

@@ -33,6 +33,16 @@ def loads_any(data: bytes | str) -> Any:
         return json.loads(data)
 
 
+def loads_marked(data: bytes | str) -> tuple[Any, bool]:
+    """:func:`loads_any`'s value, and whether orjson read it: then the value holds only
+    JSON's own values (no NaN nor infinity, every integer within 64 bits, no lone
+    surrogate), so that :func:`exact_text` of any part of it tells it from every other."""
+    try:
+        return orjson.loads(data), True
+    except orjson.JSONDecodeError:
+        return json.loads(data), False
+
+
 def dumps_line(value: Any) -> bytes:
     """``value`` as one line of compact JSON (no final newline)."""
     try:

@@ -211,7 +211,7 @@ class Gateway:
             return self.unauthorized(wire)
         try:
             raw = await _body(scope, receive, self.max_request_bytes, self.body_timeout_s)
-            body = jsonio.loads_any(raw)
+            body, exact = jsonio.loads_marked(raw)
             # A key given twice would be read as its last value, which what checked or logged
             # the request upstream of admiss may not have read: refused, never guessed.
             repeated = jsonio.first_repeated_key(raw, body)
@@ -238,7 +238,7 @@ class Gateway:
                           "invalid_request_error", "model_not_found", "model", wire=wire)
         self.metrics.in_flight.inc()
         try:
-            incoming = wire.read(body)
+            incoming = wire.read(body, exact)
             work = asyncio.ensure_future(router.run(incoming.request))
             served = await _unless_client_leaves(receive, work)
         except RequestError as exc:

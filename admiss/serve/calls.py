@@ -92,20 +92,21 @@ def checked_messages(messages: Any) -> list[dict[str, Any]]:
 _CHECKED = Memo(entries=8192, size=4 << 20, largest=64 << 10)
 
 
-def known_messages(messages: Any) -> tuple[list[dict[str, Any]], Known | None]:
-    """:func:`checked_messages`, with what the memo knows of them (None when a run has no key)."""
+def known_messages(messages: Any, exact: bool = False) -> tuple[list[dict[str, Any]], Known | None]:
+    """:func:`checked_messages`, with what the memo knows of them (None when a run has no key).
+    ``exact``: the messages were read by orjson from JSON text (jsonio.loads_marked)."""
     _check_array(messages)
     starts, keys, kept, start = [], [], [], 0
     for end in run_ends(messages):
         run = messages[start:end]
         key = content_key(run)
-        found = _CHECKED.get(key, run) if key is not None else None
+        found = _CHECKED.get(key, run, exact) if key is not None else None
         if found is None:
             for index in range(start, end):
                 where = f"messages[{index}]"
                 _check_message(messages[index], message_role(messages[index], where, ROLES), where)
             if key is not None:
-                _CHECKED.put(key, run, run, len(key))
+                _CHECKED.put(key, run, run, len(key), exact)
             found = run
         starts.append(start)
         keys.append(key)

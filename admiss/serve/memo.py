@@ -6,16 +6,18 @@ messages (a message and the tool results after it) read to, and skips that work 
 same content comes again.
 
 An entry is found only by the exact content: the compact JSON text of the messages (which
-tells ``1`` from ``1.0`` and ``true``) and, on a hit, their equality as values (which tells
-NaN, written ``null``, from ``null``). Nothing a client changes can reuse a reading, and
+tells ``1`` from ``1.0`` and ``true``) and, unless both were read by orjson, their equality
+as values (which tells NaN, written ``null``, from ``null``, and a Python caller's tuple from
+a list). Nothing a client changes can reuse a reading, and
 what is kept is only ever what the same work gives for that content: the memo skips work,
 it never changes a result. It holds at most ``entries`` entries and ``size`` bytes of keys,
-dropping the least recently used first, and takes no content longer than ``largest`` bytes,
+dropping the oldest first, and takes no content longer than ``largest`` bytes,
 so a client cannot grow it.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Hashable
 
 import attrs
@@ -47,37 +49,43 @@ def run_ends(messages: list) -> list[int]:
 
 
 class Memo:
-    """Readings by exact content, bounded; ``hits`` and ``misses`` count the look-ups."""
+    """Readings by exact content, bounded; ``hits`` and ``misses`` count the look-ups.
+
+    An entry is found by its key and then compared with the content asked for, unless both
+    were read by orjson from JSON text (``exact``): orjson writes no two of its own values
+    alike, so their keys alone tell them apart, and comparing an agent's old messages with
+    its new ones, deeply, cost more than checking them again (benchmarks/bench_gateway_cpu.py).
+    Look-ups change nothing, so they need no lock; adding does, and drops the oldest entries."""
 
     def __init__(self, entries: int, size: int, largest: int):
         self._entries, self._size, self._largest = entries, size, largest
-        # key -> (the content as a value, its reading, the key's size); in use order.
-        self._held: dict[Hashable, tuple[Any, Any, int]] = {}
+        # key -> (the content as a value, its reading, the key's size, whether exact); oldest first.
+        self._held: dict[Hashable, tuple[Any, Any, int, bool]] = {}
         self._bytes = 0
+        self._lock = threading.Lock()
         self.hits = self.misses = 0
 
-    def get(self, key: Hashable, content: Any) -> Any:
+    def get(self, key: Hashable, content: Any, exact: bool = False) -> Any:
         """The reading kept for ``content`` (whose key is ``key``), or None."""
-        found = self._held.pop(key, None)
-        if found is None or found[0] != content:
-            if found is not None:
-                self._bytes -= found[2]
+        found = self._held.get(key)
+        if found is None or not (exact and found[3]) and found[0] != content:
             self.misses += 1
             return None
-        self._held[key] = found  # the most recently used goes last
         self.hits += 1
         return found[1]
 
-    def put(self, key: Hashable, content: Any, reading: Any, size: int) -> None:
+    def put(self, key: Hashable, content: Any, reading: Any, size: int, exact: bool = False) -> None:
         """Keep ``reading`` for ``content``, unless it is larger than the memo takes."""
-        if size > self._largest or key in self._held:
+        if size > self._largest:
             return
-        held = self._held
-        while held and (len(held) >= self._entries or self._bytes + size > self._size):
-            oldest = next(iter(held))
-            self._bytes -= held.pop(oldest)[2]
-        held[key] = (content, reading, size)
-        self._bytes += size
+        with self._lock:
+            held = self._held
+            if key in held:
+                return
+            while held and (len(held) >= self._entries or self._bytes + size > self._size):
+                self._bytes -= held.pop(next(iter(held)))[2]
+            held[key] = (content, reading, size, exact)
+            self._bytes += size
 
     def __len__(self) -> int:
         return len(self._held)

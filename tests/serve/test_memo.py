@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 import admiss
+from admiss import jsonio
 from admiss.serve.calls import RequestError, checked_messages, known_messages
 from admiss.serve.conversation import Conversation, Readings, RecalledConversation, call_keys, conversation_trace, \
     part_keys
@@ -80,8 +81,10 @@ def whole(conversation: list[dict], mapping, served=None) -> tuple | str:
 
 
 def recalled(readings: Readings, conversation: list[dict], mapping, served=None) -> tuple | str | None:
-    """The same put together from the runs' readings (None when it must be read whole)."""
-    _, known = known_messages(conversation)
+    """The same put together from the runs' readings (None when it must be read whole), of
+    the conversation as the gateway gets it: JSON text, read by orjson."""
+    conversation, exact = jsonio.loads_marked(json.dumps(conversation))
+    _, known = known_messages(conversation, exact)
     parts = readings.parts({"messages": conversation}, known)
     if parts is None:
         return None
@@ -152,7 +155,13 @@ def test_a_run_that_changes_is_read_again(mapping):
 def test_a_value_that_writes_as_another_is_not_taken_for_it():
     # NaN and null are both written null: the memo's key is the same, the content is not.
     assert content_key({"content": math.nan}) == content_key({"content": None})
-    checked_messages([{"role": "assistant", "content": None}])
+    null, nan = b'[{"role": "assistant", "content": null}]', b'[{"role": "assistant", "content": NaN}]'
+    messages, exact = jsonio.loads_marked(null)
+    assert exact and known_messages(messages, exact)[1] is not None
+    messages, exact = jsonio.loads_marked(nan)  # only the standard library reads NaN
+    assert not exact
+    with pytest.raises(RequestError, match="content must be a string"):
+        known_messages(messages, exact)
     with pytest.raises(RequestError, match="content must be a string"):
         checked_messages([{"role": "assistant", "content": math.nan}])
     # 1, 1.0 and true are equal in Python, and written apart in JSON.
@@ -162,6 +171,15 @@ def test_a_value_that_writes_as_another_is_not_taken_for_it():
     for other in ({"a": True}, {"a": 1.0}, {"a": math.nan}):
         assert memo.get(content_key(other), other) is None
     assert memo.get(content_key({"a": 1}), {"a": 1}) == "reading"
+
+
+def test_only_two_exact_readings_go_by_their_key_alone():
+    memo = Memo(entries=10, size=1000, largest=100)
+    memo.put(b"k", [None], "kept from the standard library's reading", 1)
+    assert memo.get(b"k", [math.nan], exact=True) is None  # the entry was not exact: compared
+    memo.put(b"e", [None], "kept from orjson's reading", 1, exact=True)
+    assert memo.get(b"e", [math.nan]) is None  # the look-up is not exact: compared
+    assert memo.get(b"e", [None], exact=True) == "kept from orjson's reading"
 
 
 def test_the_memo_keeps_within_its_bounds():
@@ -176,4 +194,4 @@ def test_the_memo_keeps_within_its_bounds():
     for i in range(20):
         memo.put(i, i, i, 20)
         assert memo.held_bytes <= 50
-    assert memo.get(19, 19) == 19 and memo.get(0, 0) is None  # the least recently used went first
+    assert memo.get(19, 19) == 19 and memo.get(0, 0) is None  # the oldest went first

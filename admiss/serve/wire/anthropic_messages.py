@@ -73,9 +73,10 @@ def api_key(header: Callable[[bytes], str | None]) -> str | None:
     return key.strip() if scheme.lower() == "bearer" else None
 
 
-def read(body: dict[str, Any]) -> Incoming:
+def read(body: dict[str, Any], exact: bool = False) -> Incoming:
     """The neutral request of a Messages body (its ``model`` already read); RequestError
-    naming the field at fault."""
+    naming the field at fault. ``exact`` (orjson read the body) is the chat route's memo
+    hint: this route's messages are checked and read whole every time."""
     for name in body:
         if name not in FIELDS:
             raise RequestError(f"unsupported parameter: {name} (the gateway forwards only fields it reads: "

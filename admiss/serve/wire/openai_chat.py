@@ -24,15 +24,16 @@ def api_key(header: Callable[[bytes], str | None]) -> str | None:
     return key.strip() if scheme.lower() == "bearer" else None
 
 
-def read(body: dict[str, Any]) -> Incoming:
+def read(body: dict[str, Any], exact: bool = False) -> Incoming:
     """The neutral request of a chat-completions body (its ``model`` already read);
-    RequestError naming the field at fault."""
+    RequestError naming the field at fault. ``exact``: orjson read the body
+    (jsonio.loads_marked), which lets the messages' memo go by their JSON text alone."""
     fields = dict(body)
     fields.pop("model", None)
     stream = fields.pop("stream", False) is True
     options = fields.pop("stream_options", None)
     include_usage = isinstance(options, dict) and options.get("include_usage") is True
-    messages, known = known_messages(fields.pop("messages", None))
+    messages, known = known_messages(fields.pop("messages", None), exact)
     request = Request(messages, checked_params(fields), {"messages": messages}, known=known)
     return Incoming(request, stream, include_usage)
 

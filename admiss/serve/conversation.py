@@ -104,8 +104,7 @@ class Conversation:
         served, decide = self._served, self._mapping.decide
         for step in self.trace.steps:
             if served is not None and step.type == TOOL_CALL and not _was_served(step, served):
-                not_offered.append({"step": step.ref.to_dict(), "type": TOOL_CALL, "tool": step.tool_name,
-                                    "reason": NOT_SERVED})
+                not_offered.append(_not_served(step.ref.to_dict(), step.tool_name))
                 continue
             decision = decide(step)
             if decision.item is not None:
@@ -140,6 +139,11 @@ class Conversation:
     def steps(self) -> int:
         """How many steps the conversation's trace has."""
         return len(self.trace.steps)
+
+
+def _not_served(ref: dict, tool: str | None) -> dict:
+    """The not-offered entry of a call strict mode finds in no receipt."""
+    return {"step": ref, "type": TOOL_CALL, "tool": tool, "reason": NOT_SERVED}
 
 
 def _was_served(step: Step, served: Collection[str]) -> bool:
@@ -224,7 +228,7 @@ class RecalledConversation(Conversation):
             for entry, is_item, call in entries:
                 step = _moved(entry["step"], offset)
                 if served is not None and call is not None and (call[0] is None or call[0] not in served):
-                    not_offered.append({"step": step, "type": TOOL_CALL, "tool": call[1], "reason": NOT_SERVED})
+                    not_offered.append(_not_served(step, call[1]))
                 elif is_item:
                     items.append({**entry, "step": step})
                 else:

@@ -51,7 +51,6 @@ file of several traces is refused (B026): one trace is one run.
 
 from __future__ import annotations
 
-import json
 from collections import deque
 from functools import partial
 from typing import Any, Callable
@@ -59,7 +58,7 @@ from typing import Any, Callable
 from admiss.bundle import repeated_key
 from admiss.errors import DOCS_URL, TraceError
 from admiss.traces.build import DANGLING, Steps, error_in, fail, field, int_text, short, text_error, type_word, typed
-from admiss.traces.steps import ASSISTANT_TEXT, ERROR, OK, REASONING, SYSTEM, TOOL_CALL, USER, Step, StepRef, Trace
+from admiss.traces.steps import ASSISTANT_TEXT, ERROR, OK, REASONING, SYSTEM, TOOL_CALL, USER, Step, StepRef, Trace, loads_json
 
 NAME = "otel_genai"
 CHAT_OPERATIONS = frozenset(("chat", "generate_content", "text_completion"))
@@ -270,9 +269,12 @@ def _no_content(spans: int, reading: "_Reading") -> str:
 
 def _in_order(spans: list, name: str) -> list[tuple[dict, str]]:
     """``spans`` (each with its path) by start time (ties in file order)."""
-    found = [(_start(span, name, where), i, span, where) for i, (span, where) in enumerate(spans)]
-    found.sort(key=lambda entry: entry[:2])
-    return [(span, where) for _, _, span, where in found]
+    starts = [_start(span, name, where) for span, where in spans]
+    # Exporters write most spans in order already: then no sort is needed. Else sorted by
+    # (start, index) pairs: the index differs in every pair, so no span is ever compared.
+    if all(a <= b for a, b in zip(starts, starts[1:])):
+        return spans
+    return [spans[i] for _, i in sorted(zip(starts, range(len(starts))))]
 
 
 def _by_span(records: list, name: str) -> dict[tuple[str | None, str | None], list]:
@@ -320,6 +322,8 @@ def _start(span: dict, name: str, where: str) -> int:
     start = span.get("startTimeUnixNano", 0)
     if type(start) is int:
         return start
+    if type(start) is str and len(start) <= 20 and start.isdigit() and start.isascii():  # as OTLP JSON writes it
+        return int(start)
     nanoseconds = int_text(start) if type(start) is str else None
     if nanoseconds is not None and nanoseconds >= 0:
         return nanoseconds
@@ -352,6 +356,15 @@ def _attributes(pairs: Any, name: str, where: str) -> dict[str, Any]:
     """``{key: plain value}`` of an OTLP key-value list."""
     out = {}
     for i, pair in enumerate(typed(pairs, list, name, where)):
+        # Nearly every attribute is a text (``{"key": k, "value": {"stringValue": v}}``): read
+        # here, with no path made and no call, it took a third off reading an OTLP file's
+        # attributes. Anything else is read by the checks below.
+        if type(pair) is dict:
+            key, value = pair.get("key"), pair.get("value")
+            if type(key) is str and type(value) is dict and len(value) == 1 and "stringValue" in value \
+                    and key not in out:
+                out[key] = value["stringValue"]
+                continue
         at = f"{where}[{i}]"
         key = field(typed(pair, dict, name, at), "key", str, name, at)
         if key in out:  # which of the two a reader keeps is the reading that could pass a failed call
@@ -387,7 +400,7 @@ class _Reading:
         attributes = _attributes(span.get("attributes", []), self.name, f"{where}.attributes")
         events = span.get("events", [])
         exceptions: list[str] = []
-        for i, event in enumerate(typed(events, list, self.name, f"{where}.events")):
+        for i, event in enumerate(typed(events, list, self.name, f"{where}.events") if events != [] else ()):
             at = f"{where}.events[{i}]"
             typed(event, dict, self.name, at)
             for key, value in _attributes(event.get("attributes", []), self.name, f"{at}.attributes").items():
@@ -397,8 +410,9 @@ class _Reading:
                 if event.get("name") == "exception" and key == "exception.message":
                     exceptions.append(str(value))
                 attributes.setdefault(key, value)
-        span_id = span.get("spanId") if type(span.get("spanId")) is str else None
-        trace_id = span.get("traceId") if type(span.get("traceId")) is str else None
+        span_id, trace_id = span.get("spanId"), span.get("traceId")
+        span_id = span_id if type(span_id) is str else None
+        trace_id = trace_id if type(trace_id) is str else None
         operation = attributes.get("gen_ai.operation.name")
         ref = StepRef(NAME, where, span_id=span_id, trace_id=trace_id)
         records = self.records(trace_id, span_id, where) if self.logs or self.joined else None
@@ -642,9 +656,11 @@ class _Reading:
 
     def inputs(self, messages: list, where: str, span: StepRef) -> None:
         start = 0
-        for i, message in enumerate(messages):
+        for i in range(len(messages) - 1, -1, -1):  # from the end: a request holds the whole conversation
+            message = messages[i]
             if isinstance(message, dict) and message.get("role") == "assistant":
                 start = i + 1
+                break
         if self.elsewhere is not None:
             self.mention(part for message in messages[:start] if isinstance(message, dict)
                          and isinstance(message.get("parts"), list) for part in message["parts"])
@@ -656,15 +672,15 @@ class _Reading:
             ref = StepRef(NAME, at, i, span_id=span.span_id, trace_id=span.trace_id)
             if role in _ROLES:
                 text = _parts_text(parts, self.name, f"{at}.parts")
+                # ADK sends a tool's response back in a user message
+                responses = [j for j, part in enumerate(parts) if isinstance(part, dict)
+                             and part.get("type") == "tool_call_response"]
                 if text:
                     self.steps.add(Step(_ROLES[role], ref, text=text))
-                elif not any(isinstance(part, dict) and part.get("type") == "tool_call_response" for part in parts):
+                elif not responses:
                     self.steps.skip(ref, f"{role} message with no text")
-                # ADK sends a tool's response back in a user message
-                self.tool_responses([part for part in parts if isinstance(part, dict)
-                                     and part.get("type") == "tool_call_response"], f"{at}.parts", i, span,
-                                    [j for j, part in enumerate(parts) if isinstance(part, dict)
-                                     and part.get("type") == "tool_call_response"])
+                if responses:
+                    self.tool_responses([parts[j] for j in responses], f"{at}.parts", i, span, responses)
             elif role == "tool":
                 self.tool_responses(parts, f"{at}.parts", i, span)
             else:
@@ -723,32 +739,55 @@ class _Reading:
     def outputs(self, messages: list, where: str, span: StepRef) -> None:
         for i, message in enumerate(messages):
             at = f"{where}[{i}]"
-            parts = field(typed(message, dict, self.name, at), "parts", list, self.name, at)
+            parts = message.get("parts") if type(message) is dict else None
+            if type(parts) is not list:
+                parts = field(typed(message, dict, self.name, at), "parts", list, self.name, at)
             texts, text_at, only_text = [], self.steps.position(), True
             for j, part in enumerate(parts):
-                part_at = f"{at}.parts[{j}]"
-                kind = field(typed(part, dict, self.name, part_at), "type", str, self.name, part_at)
+                kind = _part_type(part, self.name, at, j)
                 if kind == "text":
                     if not texts:
                         text_at = self.steps.position()
-                    texts.append(field(part, "content", str, self.name, part_at))
+                    texts.append(_part_field(part, "content", self.name, at, j))
                     continue
                 only_text = False
-                ref = StepRef(NAME, part_at, i, span_id=span.span_id, trace_id=span.trace_id)
+                part_at = f"{at}.parts[{j}]"
                 if kind == "reasoning":
-                    self.steps.add(Step(REASONING, ref, text=field(part, "content", str, self.name, part_at)))
+                    self.steps.add(Step(REASONING, StepRef(NAME, part_at, i, span_id=span.span_id,
+                                                           trace_id=span.trace_id),
+                                        text=_part_field(part, "content", self.name, at, j)))
                 elif kind == "tool_call":
-                    call_id = field(part, "id", str, self.name, part_at)
+                    call_id = _part_field(part, "id", self.name, at, j)
                     self.asking(self.steps.call(
                         StepRef(NAME, part_at, i, call_id, span_id=span.span_id, trace_id=span.trace_id),
-                        field(part, "name", str, self.name, part_at), part.get("arguments"), call_id, "id"))
+                        _part_field(part, "name", self.name, at, j), part.get("arguments"), call_id, "id"))
                 else:
-                    self.steps.skip(ref, f"{kind} part")
+                    self.steps.skip(StepRef(NAME, part_at, i, span_id=span.span_id, trace_id=span.trace_id),
+                                    f"{kind} part")
             text = "\n".join(texts)
             if text:
                 self.steps.insert(text_at, Step(ASSISTANT_TEXT, StepRef(NAME, at, i, span_id=span.span_id, trace_id=span.trace_id), text=text))
             elif only_text:
                 self.steps.skip(StepRef(NAME, at, i, span_id=span.span_id, trace_id=span.trace_id), "output message with no text")
+
+
+# A message's parts are read with their paths made only for an error (``at``: the message's
+# path, ``j``: the part's index): most parts have none, and making them was a tenth of the
+# reading of an OTLP file.
+def _part_type(part: Any, name: str, at: str, j: int) -> str:
+    """The ``type`` of part ``j`` of the message at ``at``; B021 when it is no object with a text type."""
+    kind = part.get("type") if type(part) is dict else None
+    if type(kind) is str:
+        return kind
+    return field(typed(part, dict, name, f"{at}.parts[{j}]"), "type", str, name, f"{at}.parts[{j}]")
+
+
+def _part_field(part: dict, key: str, name: str, at: str, j: int) -> str:
+    """The text ``key`` of part ``j`` of the message at ``at``; B021 when it is missing or no text."""
+    value = part.get(key)
+    if type(value) is str:
+        return value
+    return field(part, key, str, name, f"{at}.parts[{j}]")
 
 
 _OK_CODES = (1, "1", "STATUS_CODE_OK")
@@ -782,7 +821,7 @@ def _json(value: Any, name: str, where: str) -> Any:
     if not isinstance(value, str):
         return value
     try:
-        parsed = json.loads(value)
+        parsed = loads_json(value)
     except (ValueError, RecursionError):
         fail(name, where, "not valid JSON")
     repeated = repeated_key(value, parsed)
@@ -794,9 +833,14 @@ def _json(value: Any, name: str, where: str) -> Any:
 
 def _parts_text(parts: Any, name: str, where: str) -> str:
     """The ``content`` of the ``text`` parts of a part list, joined by newlines."""
-    return "\n".join(field(part, "content", str, name, f"{where}[{j}]")
-                     for j, part in enumerate(typed(parts, list, name, where))
-                     if typed(part, dict, name, f"{where}[{j}]").get("type") == "text")
+    texts = []
+    for j, part in enumerate(typed(parts, list, name, where)):  # paths made only for an error
+        if type(part) is not dict:
+            typed(part, dict, name, f"{where}[{j}]")
+        if part.get("type") == "text":
+            content = part.get("content")
+            texts.append(content if type(content) is str else field(part, "content", str, name, f"{where}[{j}]"))
+    return "\n".join(texts)
 
 
 def _content_text(content: Any, name: str, where: str) -> str:

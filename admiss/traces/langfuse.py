@@ -121,17 +121,20 @@ def read(value: Any, name: str) -> Trace:
         if level != "DEFAULT":  # the first test answers for nearly every observation
             level = _level(level, name, at)
         given = observation.get("id")
-        ref = StepRef(NAME, at, i, span_id=given if type(given) is str else None)
+        span_id = given if type(given) is str else None
+        # The observation's own reference is made where it is used: a TOOL with a call id and
+        # a GENERATION with text need none, and making it was a twentieth of the reading.
         if kind == "TOOL":
-            _tool(steps, observation, level, ref, name)
-        elif kind == "SPAN" and steps.requests and _span(steps, observation, level, ref):
+            _tool(steps, observation, level, at, i, span_id, name)
+        elif kind == "SPAN" and steps.requests and _span(steps, observation, level,
+                                                         StepRef(NAME, at, i, span_id=span_id)):
             pass  # read as the call it ran
         elif level == "ERROR":
-            steps.skip(ref, f"{kind} observation that failed: {_failure(observation)}")
+            steps.skip(StepRef(NAME, at, i, span_id=span_id), f"{kind} observation that failed: {_failure(observation)}")
         elif kind == "GENERATION":
-            _generation(steps, observation, ref, seen)
+            _generation(steps, observation, at, i, span_id, seen)
         else:
-            steps.skip(ref, f"{kind} observation")
+            steps.skip(StepRef(NAME, at, i, span_id=span_id), f"{kind} observation")
     return _trace(steps)
 
 
@@ -177,8 +180,13 @@ def _head(text: str) -> str:
 
 def _json(value: Any) -> Any:
     """A field's value, its JSON text read as the object or array it holds."""
-    value = text_of(value)
-    if type(value) is str and _head(value) in ("{", "["):
+    if type(value) is not str:
+        return value
+    head = _head(value)
+    if head == '"':
+        value = text_of(value)
+        head = _head(value) if type(value) is str else ""
+    if head == "{" or head == "[":
         try:
             return loads_json(value)
         except (ValueError, RecursionError):  # text that only starts like JSON
@@ -197,12 +205,13 @@ def _attributes(observation: dict) -> dict:
     return attributes if type(attributes) is dict else {}
 
 
-def _tool(steps: _TraceSteps, observation: dict, level: str, ref: StepRef, name: str) -> None:
+def _tool(steps: _TraceSteps, observation: dict, level: str, at: str, i: int, span_id: str | None, name: str
+          ) -> None:
+    """A TOOL observation (at ``at``, the ``i``-th): a call and its result in one."""
     attributes = _attributes(observation)
-    tool = _first_text(attributes, _TOOL_NAMES) or field(observation, "name", str, name, ref.path)
+    tool = _first_text(attributes, _TOOL_NAMES) or field(observation, "name", str, name, at)
     call_id = _first_text(attributes, _CALL_IDS)
-    if call_id is not None:
-        ref = StepRef(NAME, ref.path, ref.message_index, call_id, ref.span_id)
+    ref = StepRef(NAME, at, i, call_id, span_id)
     if steps.requests:  # the request this TOOL ran is no SPAN's to run
         request = next((r for r in steps.requests if r.tool == tool and (
             call_id is None or r.call_id is None or r.call_id == call_id)), None)
@@ -393,30 +402,30 @@ def _arguments(given: Any) -> Any:
         return {"input": given}
 
 
-def _generation(steps: _TraceSteps, observation: dict, ref: StepRef, seen: set[tuple[str, str]]) -> None:
+def _generation(steps: _TraceSteps, observation: dict, at: str, i: int, span_id: str | None,
+                seen: set[tuple[str, str]]) -> None:
+    """A GENERATION observation (at ``at``, the ``i``-th): its new input texts and its output's."""
     for role, text in _texts(_new_messages(_json(observation.get("input"))), "user", None)[0]:
         if role in _ROLES and (role, text) not in seen:
             seen.add((role, text))
-            steps.add(Step(_ROLES[role], StepRef(NAME, f"{ref.path}.input", ref.message_index, span_id=ref.span_id),
-                           text=text))
+            steps.add(Step(_ROLES[role], StepRef(NAME, f"{at}.input", i, span_id=span_id), text=text))
     said, asks = _texts(observation.get("output"), "assistant", "assistant")
     if len(said) == 1:  # most outputs are one message with one text
         text = said[0][1] if said[0][0] in _ASSISTANT_ROLES else ""
     else:
         text = "\n".join(text for role, text in said if role in _ASSISTANT_ROLES)
     if text:
-        steps.add(Step(ASSISTANT_TEXT, StepRef(NAME, f"{ref.path}.output", ref.message_index, span_id=ref.span_id),
-                       text=text))
+        steps.add(Step(ASSISTANT_TEXT, StepRef(NAME, f"{at}.output", i, span_id=span_id), text=text))
     elif not asks:
-        steps.skip(ref, "GENERATION observation with no output text")
+        steps.skip(StepRef(NAME, at, i, span_id=span_id), "GENERATION observation with no output text")
     if steps.requests is not None:
-        for request in _requests_in(observation.get("output"), StepRef(NAME, f"{ref.path}.output", ref.message_index,
-                                                                      span_id=ref.span_id)):
+        for request in _requests_in(observation.get("output"), StepRef(NAME, f"{at}.output", i, span_id=span_id)):
             if request.call_id is None or not any(r.call_id == request.call_id and r.tool == request.tool
                                                   for r in steps.requests):
                 steps.requests.append(request)  # a nested generation may record its parent's request again
     if asks:
-        steps.skip(ref, "GENERATION observation's tool calls (read from its TOOL observations)")
+        steps.skip(StepRef(NAME, at, i, span_id=span_id),
+                   "GENERATION observation's tool calls (read from its TOOL observations)")
     steps.asking = asks
     if type(observation.get("model")) is str:
         steps.model = observation["model"]

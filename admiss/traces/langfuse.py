@@ -410,7 +410,9 @@ def _generation(steps: _TraceSteps, observation: dict, at: str, i: int, span_id:
             seen.add((role, text))
             steps.add(Step(_ROLES[role], StepRef(NAME, f"{at}.input", i, span_id=span_id), text=text))
     said, asks = _texts(observation.get("output"), "assistant", "assistant")
-    if len(said) == 1:  # most outputs are one message with one text
+    if not said:  # a turn that only asks for tools
+        text = ""
+    elif len(said) == 1:  # most outputs are one message with one text
         text = said[0][1] if said[0][0] in _ASSISTANT_ROLES else ""
     else:
         text = "\n".join(text for role, text in said if role in _ASSISTANT_ROLES)
@@ -463,6 +465,10 @@ def _texts(value: Any, plain: str, nested: str | None) -> tuple[list[tuple[str |
         if message is not None:
             return message
     elif type(value) is list:
+        if len(value) == 1:  # one message (most new inputs): no comprehensions to join
+            message = _chat_message(value[0])
+            if message is not None:
+                return message
         messages = [_chat_message(item) for item in value]
         if None not in messages:
             return [said for texts, _ in messages for said in texts], any([asks for _, asks in messages])

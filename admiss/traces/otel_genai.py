@@ -414,10 +414,13 @@ class _Reading:
         span_id = span_id if type(span_id) is str else None
         trace_id = trace_id if type(trace_id) is str else None
         operation = attributes.get("gen_ai.operation.name")
-        ref = StepRef(NAME, where, span_id=span_id, trace_id=trace_id)
         records = self.records(trace_id, span_id, where) if self.logs or self.joined else None
         named = type(operation) is str
         self.operations += named
+        if named and operation == "execute_tool" and records is None:
+            self.tool(span, attributes, where, span_id, trace_id, exceptions)  # it makes the span's one reference
+            return
+        ref = StepRef(NAME, where, span_id=span_id, trace_id=trace_id)
         if named and operation in CHAT_OPERATIONS:
             logged = self.logged_content
             self.span_content += not _CONTENT.isdisjoint(attributes)
@@ -433,7 +436,7 @@ class _Reading:
             self.steps.skip(ref, "span with no GenAI operation")
             self.foreign.update(key.split(".", 1)[0] for key in attributes if "." in key)
         elif operation == "execute_tool":
-            self.tool(span, attributes, ref, exceptions)
+            self.tool(span, attributes, where, span_id, trace_id, exceptions)
         else:
             self.steps.skip(ref, f"{operation} span")
 
@@ -582,14 +585,15 @@ class _Reading:
         if not text and not calls:
             self.steps.skip(ref, "choice with no content captured")
 
-    def tool(self, span: dict, attributes: dict, ref: StepRef, exceptions: list[str]) -> None:
-        where = ref.path
+    def tool(self, span: dict, attributes: dict, where: str, span_id: str | None, trace_id: str | None,
+             exceptions: list[str]) -> None:
+        """An execute_tool span (at ``where``): a call's result, or the call and its result."""
         tool = attributes.get("gen_ai.tool.name")
         if not isinstance(tool, str):
             fail(self.name, f"{where}.attributes", "no gen_ai.tool.name string on an execute_tool span")
         call_id = attributes.get("gen_ai.tool.call.id")
         call_id = call_id if isinstance(call_id, str) else None
-        ref = StepRef(NAME, where, tool_call_id=call_id, span_id=ref.span_id, trace_id=ref.trace_id)
+        ref = StepRef(NAME, where, tool_call_id=call_id, span_id=span_id, trace_id=trace_id)
         has_result = "gen_ai.tool.call.result" in attributes
         result = attributes.get("gen_ai.tool.call.result")
         self.span_content += has_result or "gen_ai.tool.call.arguments" in attributes

@@ -274,8 +274,8 @@ class Steps:
         ``parse_arguments``, or a value); ``call_id`` (at ``id_key`` under the call's
         element) is how its result will name it."""
         args, parsed = parse_arguments(arguments)
-        call = Step(TOOL_CALL, ref, None, tool_name, args, parsed,
-                    args_text=arguments if type(arguments) is str else None)
+        call = Step(TOOL_CALL, ref, None, tool_name, args, parsed, None, None, None, None, None,
+                    arguments if type(arguments) is str else None)  # by position: see StepRef
         if call_id is not None:  # a call with no id is answered by its tool name
             same = self.calls.get(call_id)
             if same is None:

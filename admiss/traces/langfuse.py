@@ -127,14 +127,14 @@ def read(value: Any, name: str) -> Trace:
         if kind == "TOOL":
             _tool(steps, observation, level, at, i, span_id, name)
         elif kind == "SPAN" and steps.requests and _span(steps, observation, level,
-                                                         StepRef(NAME, at, i, span_id=span_id)):
+                                                         StepRef(NAME, at, i, None, span_id)):
             pass  # read as the call it ran
         elif level == "ERROR":
-            steps.skip(StepRef(NAME, at, i, span_id=span_id), f"{kind} observation that failed: {_failure(observation)}")
+            steps.skip(StepRef(NAME, at, i, None, span_id), f"{kind} observation that failed: {_failure(observation)}")
         elif kind == "GENERATION":
             _generation(steps, observation, at, i, span_id, seen)
         else:
-            steps.skip(StepRef(NAME, at, i, span_id=span_id), f"{kind} observation")
+            steps.skip(StepRef(NAME, at, i, None, span_id), f"{kind} observation")
     return _trace(steps)
 
 
@@ -408,7 +408,7 @@ def _generation(steps: _TraceSteps, observation: dict, at: str, i: int, span_id:
     for role, text in _texts(_new_messages(_json(observation.get("input"))), "user", None)[0]:
         if role in _ROLES and (role, text) not in seen:
             seen.add((role, text))
-            steps.add(Step(_ROLES[role], StepRef(NAME, f"{at}.input", i, span_id=span_id), text=text))
+            steps.add(Step(_ROLES[role], StepRef(NAME, f"{at}.input", i, None, span_id), text))
     said, asks = _texts(observation.get("output"), "assistant", "assistant")
     if not said:  # a turn that only asks for tools
         text = ""
@@ -417,16 +417,16 @@ def _generation(steps: _TraceSteps, observation: dict, at: str, i: int, span_id:
     else:
         text = "\n".join(text for role, text in said if role in _ASSISTANT_ROLES)
     if text:
-        steps.add(Step(ASSISTANT_TEXT, StepRef(NAME, f"{at}.output", i, span_id=span_id), text=text))
+        steps.add(Step(ASSISTANT_TEXT, StepRef(NAME, f"{at}.output", i, None, span_id), text))
     elif not asks:
-        steps.skip(StepRef(NAME, at, i, span_id=span_id), "GENERATION observation with no output text")
+        steps.skip(StepRef(NAME, at, i, None, span_id), "GENERATION observation with no output text")
     if steps.requests is not None:
-        for request in _requests_in(observation.get("output"), StepRef(NAME, f"{at}.output", i, span_id=span_id)):
+        for request in _requests_in(observation.get("output"), StepRef(NAME, f"{at}.output", i, None, span_id)):
             if request.call_id is None or not any(r.call_id == request.call_id and r.tool == request.tool
                                                   for r in steps.requests):
                 steps.requests.append(request)  # a nested generation may record its parent's request again
     if asks:
-        steps.skip(StepRef(NAME, at, i, span_id=span_id),
+        steps.skip(StepRef(NAME, at, i, None, span_id),
                    "GENERATION observation's tool calls (read from its TOOL observations)")
     steps.asking = asks
     if type(observation.get("model")) is str:

@@ -420,7 +420,7 @@ class _Reading:
         if named and operation == "execute_tool" and records is None:
             self.tool(span, attributes, where, span_id, trace_id, exceptions)  # it makes the span's one reference
             return
-        ref = StepRef(NAME, where, span_id=span_id, trace_id=trace_id)
+        ref = StepRef(NAME, where, None, None, span_id, None, trace_id)
         if named and operation in CHAT_OPERATIONS:
             logged = self.logged_content
             self.span_content += not _CONTENT.isdisjoint(attributes)
@@ -430,7 +430,7 @@ class _Reading:
             self.contentless += _CONTENT.isdisjoint(attributes) and self.logged_content == logged
             return
         for _, at in records or ():
-            self.steps.skip(StepRef(NAME, at, span_id=span_id, trace_id=trace_id), "log record of a span that is "
+            self.steps.skip(StepRef(NAME, at, None, None, span_id, None, trace_id), "log record of a span that is "
                             "no model call")
         if not named:
             self.steps.skip(ref, "span with no GenAI operation")
@@ -465,7 +465,7 @@ class _Reading:
                          f"(traceId {short(str(trace_id))}, spanId {short(str(span_id))})", NO_SPAN,
                          hint="export the spans with their log events (the Collector: one file exporter in both "
                               "the traces and the logs pipelines)")
-                self.steps.skip(StepRef(NAME, where, span_id=span_id, trace_id=trace_id),
+                self.steps.skip(StepRef(NAME, where, None, None, span_id, None, trace_id),
                                 "log record of no span in the file")
 
     def events(self, records: list, attributes: dict, span: StepRef) -> None:
@@ -473,7 +473,7 @@ class _Reading:
         inputs, choices = [], []
         for record, where in records:
             event, record_attributes = _event_name(record, self.name, where)
-            ref = StepRef(NAME, where, span_id=span.span_id, trace_id=span.trace_id)
+            ref = StepRef(NAME, where, None, None, span.span_id, None, span.trace_id)
             if event == DETAILS:
                 self.logged += 1
                 self.details(record_attributes, attributes, ref)
@@ -522,7 +522,7 @@ class _Reading:
                          for call in (body.get("tool_calls") if isinstance(body.get("tool_calls"), list) else [body]))
         for i, (role, body, where) in enumerate(inputs):
             self.logged_content += body is not None and "content" in body
-            ref = StepRef(NAME, where, i, span_id=span.span_id, trace_id=span.trace_id)
+            ref = StepRef(NAME, where, i, None, span.span_id, None, span.trace_id)
             if i < start:
                 self.steps.skip(ref, "a message earlier model calls gave")
             elif role == "tool":
@@ -530,7 +530,7 @@ class _Reading:
             elif role in _ROLES:
                 text = _content_text(body.get("content") if body else None, self.name, f"{where}.body.content")
                 if text:
-                    self.steps.add(Step(_ROLES[role], ref, text=text))
+                    self.steps.add(Step(_ROLES[role], ref, text))
                 else:
                     self.steps.skip(ref, f"{role} message with no content captured")
             else:
@@ -541,7 +541,7 @@ class _Reading:
         if body is None or "id" not in body:
             fail(self.name, f"{where}.body.id", "missing: a tool message event names the call it answers")
         call_id = typed(body["id"], str, self.name, f"{where}.body.id")
-        ref = StepRef(NAME, where, i, call_id, span_id=span.span_id, trace_id=span.trace_id)
+        ref = StepRef(NAME, where, i, call_id, span.span_id, None, span.trace_id)
         if "content" not in body:  # its call stays open, and has no result
             self.steps.skip(ref, "tool message with no content captured")
         elif self.steps.is_open(call_id):
@@ -559,7 +559,7 @@ class _Reading:
 
     def choice(self, body: dict | None, where: str, span: StepRef) -> None:
         """A ``gen_ai.choice`` event: the model's reply, its text and tool calls."""
-        ref = StepRef(NAME, where, span_id=span.span_id, trace_id=span.trace_id)
+        ref = StepRef(NAME, where, None, None, span.span_id, None, span.trace_id)
         message = body.get("message") if body else None
         if message is None:
             self.steps.skip(ref, "choice with no message")
@@ -570,7 +570,7 @@ class _Reading:
         calls = message.get("tool_calls")
         captured = "content" in message
         if text:
-            self.steps.add(Step(ASSISTANT_TEXT, ref, text=text))
+            self.steps.add(Step(ASSISTANT_TEXT, ref, text))
         for j, call in enumerate(typed(calls, list, self.name, f"{at}.tool_calls") if calls is not None else ()):
             call_at = f"{at}.tool_calls[{j}]"
             function = field(typed(call, dict, self.name, call_at), "function", dict, self.name, call_at)
@@ -578,7 +578,7 @@ class _Reading:
             call_id = None if call_id is None else typed(call_id, str, self.name, f"{call_at}.id")
             captured = captured or "arguments" in function
             self.asking(self.steps.call(
-                StepRef(NAME, call_at, j, call_id, span_id=span.span_id, trace_id=span.trace_id),
+                StepRef(NAME, call_at, j, call_id, span.span_id, None, span.trace_id),
                 field(function, "name", str, self.name, f"{call_at}.function"), function.get("arguments"), call_id,
                 "id"))
         self.logged_content += captured
@@ -593,7 +593,7 @@ class _Reading:
             fail(self.name, f"{where}.attributes", "no gen_ai.tool.name string on an execute_tool span")
         call_id = attributes.get("gen_ai.tool.call.id")
         call_id = call_id if isinstance(call_id, str) else None
-        ref = StepRef(NAME, where, tool_call_id=call_id, span_id=span_id, trace_id=trace_id)
+        ref = StepRef(NAME, where, None, call_id, span_id, None, trace_id)
         has_result = "gen_ai.tool.call.result" in attributes
         result = attributes.get("gen_ai.tool.call.result")
         self.span_content += has_result or "gen_ai.tool.call.arguments" in attributes
@@ -644,10 +644,10 @@ class _Reading:
         if "gen_ai.system_instructions" in attributes:
             at = f"{where}.attributes[\"gen_ai.system_instructions\"]"
             text = _parts_text(_json(attributes["gen_ai.system_instructions"], self.name, at), self.name, at)
-            at_ref = StepRef(NAME, at, span_id=ref.span_id, trace_id=ref.trace_id)
+            at_ref = StepRef(NAME, at, None, None, ref.span_id, None, ref.trace_id)
             if text and text != self.system:
                 self.system = text
-                self.steps.add(Step(SYSTEM, at_ref, text=text))
+                self.steps.add(Step(SYSTEM, at_ref, text))
             else:
                 self.steps.skip(at_ref, "the system instructions already read" if text else "no text")
         if "gen_ai.input.messages" in attributes:
@@ -673,14 +673,14 @@ class _Reading:
             message = typed(messages[i], dict, self.name, at)
             role = field(message, "role", str, self.name, at)
             parts = field(message, "parts", list, self.name, at)
-            ref = StepRef(NAME, at, i, span_id=span.span_id, trace_id=span.trace_id)
+            ref = StepRef(NAME, at, i, None, span.span_id, None, span.trace_id)
             if role in _ROLES:
                 text = _parts_text(parts, self.name, f"{at}.parts")
                 # ADK sends a tool's response back in a user message
                 responses = [j for j, part in enumerate(parts) if isinstance(part, dict)
                              and part.get("type") == "tool_call_response"]
                 if text:
-                    self.steps.add(Step(_ROLES[role], ref, text=text))
+                    self.steps.add(Step(_ROLES[role], ref, text))
                 elif not responses:
                     self.steps.skip(ref, f"{role} message with no text")
                 if responses:
@@ -700,7 +700,7 @@ class _Reading:
             at = f"{where}[{j}]"
             typed(part, dict, self.name, at)
             call_id = field(part, "id", str, self.name, at) if part.get("type") == "tool_call_response" else None
-            ref = StepRef(NAME, at, i, call_id, span_id=span.span_id, trace_id=span.trace_id)
+            ref = StepRef(NAME, at, i, call_id, span.span_id, None, span.trace_id)
             if call_id is None:
                 self.steps.skip(ref, f"{part.get('type')} part of a tool message")
             elif self.steps.is_open(call_id):
@@ -757,22 +757,21 @@ class _Reading:
                 only_text = False
                 part_at = f"{at}.parts[{j}]"
                 if kind == "reasoning":
-                    self.steps.add(Step(REASONING, StepRef(NAME, part_at, i, span_id=span.span_id,
-                                                           trace_id=span.trace_id),
-                                        text=_part_field(part, "content", self.name, at, j)))
+                    self.steps.add(Step(REASONING, StepRef(NAME, part_at, i, None, span.span_id, None, span.trace_id),
+                                        _part_field(part, "content", self.name, at, j)))
                 elif kind == "tool_call":
                     call_id = _part_field(part, "id", self.name, at, j)
                     self.asking(self.steps.call(
-                        StepRef(NAME, part_at, i, call_id, span_id=span.span_id, trace_id=span.trace_id),
+                        StepRef(NAME, part_at, i, call_id, span.span_id, None, span.trace_id),
                         _part_field(part, "name", self.name, at, j), part.get("arguments"), call_id, "id"))
                 else:
-                    self.steps.skip(StepRef(NAME, part_at, i, span_id=span.span_id, trace_id=span.trace_id),
+                    self.steps.skip(StepRef(NAME, part_at, i, None, span.span_id, None, span.trace_id),
                                     f"{kind} part")
             text = "\n".join(texts)
             if text:
-                self.steps.insert(text_at, Step(ASSISTANT_TEXT, StepRef(NAME, at, i, span_id=span.span_id, trace_id=span.trace_id), text=text))
+                self.steps.insert(text_at, Step(ASSISTANT_TEXT, StepRef(NAME, at, i, None, span.span_id, None, span.trace_id), text))
             elif only_text:
-                self.steps.skip(StepRef(NAME, at, i, span_id=span.span_id, trace_id=span.trace_id), "output message with no text")
+                self.steps.skip(StepRef(NAME, at, i, None, span.span_id, None, span.trace_id), "output message with no text")
 
 
 # A message's parts are read with their paths made only for an error (``at``: the message's

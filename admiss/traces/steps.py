@@ -28,7 +28,9 @@ OUTCOMES = (OK, ERROR, NO_RESULT, BAD_ARGS)
 
 # StepRef and Step are read-only by contract but not frozen: a reader makes one of each
 # per step, and a frozen class's constructor costs three times as much (a trace of 40 steps
-# is read in well under a millisecond, and their construction was a fifth of it).
+# is read in well under a millisecond, and their construction was a fifth of it). Readers
+# pass the fields of both by position where they make many: a construction with keywords
+# took a third more instructions (about 3,700 against 2,400, under callgrind).
 @attrs.define(unsafe_hash=True)  # hashable by value, as a read-only reference should be
 class StepRef:
     """Where a step came from, stable across reads of the same file. Read-only.

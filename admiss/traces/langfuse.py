@@ -405,7 +405,8 @@ def _arguments(given: Any) -> Any:
 def _generation(steps: _TraceSteps, observation: dict, at: str, i: int, span_id: str | None,
                 seen: set[tuple[str, str]]) -> None:
     """A GENERATION observation (at ``at``, the ``i``-th): its new input texts and its output's."""
-    for role, text in _texts(_new_messages(_json(observation.get("input"))), "user", None)[0]:
+    given = observation.get("input")
+    for role, text in _texts(_new_messages(_json(given)), "user", None)[0] if given is not None else ():
         if role in _ROLES and (role, text) not in seen:
             seen.add((role, text))
             steps.add(Step(_ROLES[role], StepRef(NAME, f"{at}.input", i, None, span_id), text))
@@ -457,7 +458,8 @@ def _texts(value: Any, plain: str, nested: str | None) -> tuple[list[tuple[str |
     asks = False
     if value is None:
         return found, asks
-    value = _json(value)
+    if type(value) is str:  # a value already parsed (a generation's input) needs no call
+        value = _json(value)
     # The most common shapes, Chat Completions messages and lists of them, are read as the
     # walk below reads them, with no walk: it was two fifths of the time of reading a trace.
     if type(value) is dict:

@@ -85,7 +85,7 @@ def _read_spans(spans: list, _records: list, name: str) -> Trace:
     steps = Steps(NAME, name)
     model = None
     for span, where in _in_order(spans, name):
-        attributes = _attributes(span.get("attributes", []), name, f"{where}.attributes")
+        attributes = _attributes(span.get("attributes", []), name, where)
         span_id = span.get("spanId") if type(span.get("spanId")) is str else None
         trace_id = span.get("traceId") if type(span.get("traceId")) is str else None
         ref = StepRef(NAME, where, span_id=span_id, trace_id=trace_id)
@@ -195,7 +195,7 @@ def _exception(span: dict, where: str, name: str) -> str | None:
     """The exception an ``exception`` event records (OTel's record_exception), if any."""
     for i, event in enumerate(typed(span.get("events") or [], list, name, f"{where}.events")):
         if isinstance(event, dict) and event.get("name") == "exception":
-            found = _attributes(event.get("attributes", []), name, f"{where}.events[{i}].attributes")
+            found = _attributes(event.get("attributes", []), name, f"{where}.events[{i}]")
             parts = [str(found[key]) for key in ("exception.type", "exception.message") if found.get(key)]
             return short(": ".join(parts)) if parts else "exception"
     return None

@@ -309,7 +309,7 @@ def _id(holder: dict, key: str, name: str, where: str) -> str | None:
 
 def _event_name(record: dict, name: str, where: str) -> tuple[str, dict]:
     """A log record's event name ("" when it has none) and its attributes."""
-    attributes = _attributes(record.get("attributes", []), name, f"{where}.attributes")
+    attributes = _attributes(record.get("attributes", []), name, where)
     named, attribute = record.get("eventName"), attributes.get("event.name")
     if named not in (None, "") and attribute is not None and named != attribute:
         fail(name, f"{where}.eventName", "differs from the record's event.name attribute: which event "
@@ -348,14 +348,17 @@ def any_value(value: Any, name: str, where: str) -> Any:
         return [any_value(item, name, f"{where}.arrayValue.values[{i}]") for i, item in enumerate(values)]
     if kind == "kvlistValue":
         return _attributes(typed(inner, dict, name, f"{where}.kvlistValue").get("values", []), name,
-                           f"{where}.kvlistValue.values")
+                           f"{where}.kvlistValue", "values")
     fail(name, where, f"unknown AnyValue kind '{kind}'")
 
 
-def _attributes(pairs: Any, name: str, where: str) -> dict[str, Any]:
-    """``{key: plain value}`` of an OTLP key-value list."""
+def _attributes(pairs: Any, name: str, holder: str, member: str = "attributes") -> dict[str, Any]:
+    """``{key: plain value}`` of an OTLP key-value list, the ``member`` of the element at
+    ``holder`` (the list's path is made only for an attribute that is no text)."""
     out = {}
-    for i, pair in enumerate(typed(pairs, list, name, where)):
+    if type(pairs) is not list:
+        typed(pairs, list, name, f"{holder}.{member}")
+    for i, pair in enumerate(pairs):
         # Nearly every attribute is a text (``{"key": k, "value": {"stringValue": v}}``): read
         # here, with no path made and no call, it took a third off reading an OTLP file's
         # attributes. Anything else is read by the checks below.
@@ -365,7 +368,7 @@ def _attributes(pairs: Any, name: str, where: str) -> dict[str, Any]:
                     and key not in out:
                 out[key] = value["stringValue"]
                 continue
-        at = f"{where}[{i}]"
+        at = f"{holder}.{member}[{i}]"
         key = field(typed(pair, dict, name, at), "key", str, name, at)
         if key in out:  # which of the two a reader keeps is the reading that could pass a failed call
             fail(name, f"{at}.key", f"attribute '{short(key)}' given twice in one attribute list",
@@ -397,13 +400,13 @@ class _Reading:
         self.requested: dict[str | None, deque[Step]] = {}  # the calls model outputs asked for, by tool
 
     def span(self, span: dict, where: str) -> None:
-        attributes = _attributes(span.get("attributes", []), self.name, f"{where}.attributes")
+        attributes = _attributes(span.get("attributes", []), self.name, where)
         events = span.get("events", [])
         exceptions: list[str] = []
         for i, event in enumerate(typed(events, list, self.name, f"{where}.events") if events != [] else ()):
             at = f"{where}.events[{i}]"
             typed(event, dict, self.name, at)
-            for key, value in _attributes(event.get("attributes", []), self.name, f"{at}.attributes").items():
+            for key, value in _attributes(event.get("attributes", []), self.name, at).items():
                 if key in _READ and key in attributes and attributes[key] != value:
                     fail(self.name, f"{at}.attributes", f"'{key}' here differs from the span's or an earlier "
                          "event's: which one holds is ambiguous", hint="an exporter writes each key once; keep one")

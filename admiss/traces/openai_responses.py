@@ -59,7 +59,7 @@ def read(value: Any, name: str) -> Trace:
     if "instructions" in value and value["instructions"] is not None:
         text = typed(value["instructions"], str, name, "instructions")
         if text:
-            steps.add(Step(SYSTEM, StepRef(NAME, "instructions"), text=text))
+            steps.add(Step(SYSTEM, StepRef(NAME, "instructions"), text))
         else:
             steps.skip(StepRef(NAME, "instructions"), "empty instructions")
     given = value.get("input")
@@ -87,23 +87,23 @@ def _items(steps: Steps, items: list, base: str, name: str) -> None:
             call_id = field(item, "call_id", str, name, where)
             if "arguments" not in item:
                 fail(name, f"{where}.arguments", "missing")
-            steps.call(StepRef(NAME, where, i, call_id, event_id=_id(item)), field(item, "name", str, name, where),
+            steps.call(StepRef(NAME, where, i, call_id, None, _id(item)), field(item, "name", str, name, where),
                        item["arguments"], call_id, "call_id")
         elif kind == "function_call_output":
             call_id = field(item, "call_id", str, name, where)
             text = message_text(item.get("output"), name, f"{where}.output")
-            steps.answer(call_id, text, text_error(text), StepRef(NAME, where, i, call_id, event_id=_id(item)),
+            steps.answer(call_id, text, text_error(text), StepRef(NAME, where, i, call_id, None, _id(item)),
                          "call_id", from_text=True)
         elif kind == "reasoning":
             text = reasoning_text(item, name, where)
             if text:
-                steps.add(Step(REASONING, StepRef(NAME, where, i, event_id=_id(item)), text=text))
+                steps.add(Step(REASONING, StepRef(NAME, where, i, None, None, _id(item)), text))
             else:
-                steps.skip(StepRef(NAME, where, i, event_id=_id(item)), "reasoning with no readable text")
+                steps.skip(StepRef(NAME, where, i, None, None, _id(item)), "reasoning with no readable text")
         elif kind is None:
             fail(name, f"{where}.type", "missing", hint="items: " + ", ".join(sorted(ITEM_TYPES)))
         else:
-            steps.skip(StepRef(NAME, where, i, event_id=_id(item)), f"{typed(kind, str, name, f'{where}.type')} item")
+            steps.skip(StepRef(NAME, where, i, None, None, _id(item)), f"{typed(kind, str, name, f'{where}.type')} item")
 
 
 def _id(item: dict) -> str | None:
@@ -116,9 +116,9 @@ def _message(steps: Steps, item: dict, i: int, where: str, name: str) -> None:
     if role not in _ROLES:
         fail(name, f"{where}.role", f"unknown role '{role}'", hint="roles: " + ", ".join(_ROLES))
     text = message_text(item.get("content"), name, f"{where}.content")
-    ref = StepRef(NAME, where, i, event_id=_id(item))
+    ref = StepRef(NAME, where, i, None, None, _id(item))
     if text:
-        steps.add(Step(_ROLES[role], ref, text=text))
+        steps.add(Step(_ROLES[role], ref, text))
     else:
         steps.skip(ref, f"{role} message with no text")
 
@@ -130,11 +130,14 @@ def message_text(content: Any, name: str, where: str) -> str:
     if type(content) is not list:
         fail(name, where, f"must be a string or an array of content parts, not {type_word(content)}")
     texts = []
-    for j, part in enumerate(content):
-        at = f"{where}[{j}]"
-        key = _TEXT_PARTS.get(field(typed(part, dict, name, at), "type", str, name, at))
+    for j, part in enumerate(content):  # a part's path is made only for an error
+        kind = part.get("type") if type(part) is dict else None
+        if type(kind) is not str:
+            kind = field(typed(part, dict, name, f"{where}[{j}]"), "type", str, name, f"{where}[{j}]")
+        key = _TEXT_PARTS.get(kind)
         if key is not None:
-            texts.append(field(part, key, str, name, at))
+            text = part.get(key)
+            texts.append(text if type(text) is str else field(part, key, str, name, f"{where}[{j}]"))
     return "\n".join(texts)
 
 

@@ -97,7 +97,8 @@ def read(value: Any, name: str) -> Trace:
         _spans(steps, value, "$", name)
     else:
         for i, item in enumerate(value):
-            _item(steps, typed(item, dict, name, f"$[{i}]"), i, f"$[{i}]", name)
+            where = f"$[{i}]"
+            _item(steps, typed(item, dict, name, where), i, where, name)
     return steps.trace(steps.model)
 
 
@@ -121,13 +122,13 @@ def _state(steps: _RunSteps, state: dict, name: str) -> None:
 
 def _item(steps: _RunSteps, item: dict, i: int, where: str, name: str) -> None:
     kind = item.get("type", "message" if "role" in item else None)
-    ref = StepRef(NAME, where, i)
     if kind == "message":
         role = field(item, "role", str, name, where)
         if role not in _ROLES:
             fail(name, f"{where}.role", f"unknown role '{role}'", hint="roles: " + ", ".join(_ROLES))
         text = message_text(item.get("content"), name, f"{where}.content")
-        steps.add(Step(_ROLES[role], ref, text=text)) if text else steps.skip(ref, f"{role} message with no text")
+        ref = StepRef(NAME, where, i)  # made where used: most items are tool calls and results
+        steps.add(Step(_ROLES[role], ref, text)) if text else steps.skip(ref, f"{role} message with no text")
         _note_model(steps, item)
     elif kind == "function_call":
         call_id = field(item, "call_id", str, name, where)
@@ -142,11 +143,12 @@ def _item(steps: _RunSteps, item: dict, i: int, where: str, name: str) -> None:
         steps.answer(call_id, text, text_error(text), StepRef(NAME, where, i, call_id), "call_id", from_text=True)
     elif kind == "reasoning":
         text = reasoning_text(item, name, where)
-        steps.add(Step(REASONING, ref, text=text)) if text else steps.skip(ref, "reasoning with no readable text")
+        ref = StepRef(NAME, where, i)
+        steps.add(Step(REASONING, ref, text)) if text else steps.skip(ref, "reasoning with no readable text")
     elif kind is None:
         fail(name, f"{where}.type", "missing", hint="a run item has a \"type\" (or is a message with a \"role\")")
     else:
-        steps.skip(ref, f"{typed(kind, str, name, f'{where}.type')} item")
+        steps.skip(StepRef(NAME, where, i), f"{typed(kind, str, name, f'{where}.type')} item")
 
 
 def _note_model(steps: _RunSteps, item: dict) -> None:

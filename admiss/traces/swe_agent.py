@@ -56,21 +56,22 @@ def read(value: Any, name: str) -> Trace:
     last_action = None
     for i, step in enumerate(trajectory):
         where = f"trajectory[{i}]"
-        typed(step, dict, name, where)
+        if type(step) is not dict:
+            typed(step, dict, name, where)
         thought = step.get("thought")
         if type(thought) is str and thought.strip():
-            steps.add(Step(ASSISTANT_TEXT, StepRef(NAME, f"{where}.thought", i), text=thought))
+            steps.add(Step(ASSISTANT_TEXT, StepRef(NAME, f"{where}.thought", i), thought))
         action = step.get("action")
         if type(action) is not str or not action.strip():
             steps.skip(StepRef(NAME, where, i), "a step with no action")
             continue
         observation = step.get("observation")
         command = action.strip()
-        call = steps.call(StepRef(NAME, where, i), command.split(None, 1)[0], {"command": command}, None)
-        if observation is not None:
-            text = typed(observation, str, name, f"{where}.observation")
-            steps.resolve(call, text, observation_error(text), None, from_text=True)
         last_action = command.split(None, 1)[0]
+        call = steps.call(StepRef(NAME, where, i), last_action, {"command": command}, None)
+        if observation is not None:
+            text = observation if type(observation) is str else typed(observation, str, name, f"{where}.observation")
+            steps.resolve(call, text, observation_error(text), None, from_text=True)
     _answer(steps, value, last_action, name)
     return steps.trace(_model(value))
 

@@ -223,9 +223,9 @@ def check_telemetry(options: CheckOptions):
     from admiss.configfile import find_config, may_ask_for_telemetry, may_have_table
 
     path = find_config(options.config, options.rubric)
-    if not may_ask_for_telemetry(path):
-        return None  # start-up time: neither the config reader nor the integration is imported
     named = path is not None and may_have_table(path, "telemetry")
+    if not may_ask_for_telemetry(named):
+        return None  # start-up time: neither the config reader nor the integration is imported
     from admiss.config import read_config
     from admiss.integrations.otel import telemetry_for
 

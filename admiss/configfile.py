@@ -41,7 +41,8 @@ def may_have_table(path: Path, table: str) -> bool:
     return re.search(rf"^\s*\[.*{re.escape(table)}", text, re.MULTILINE) is not None
 
 
-def may_ask_for_telemetry(path: Path | None, environ: Mapping[str, str] = os.environ) -> bool:
-    """Whether OpenTelemetry out may be asked for: an ``OTEL_*`` variable is set, or the
-    config file at ``path`` may have a ``[telemetry]`` table."""
-    return (path is not None and may_have_table(path, "telemetry")) or any(name.startswith("OTEL_") for name in environ)
+def may_ask_for_telemetry(named: bool, environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether OpenTelemetry out may be asked for: the config file may have a
+    ``[telemetry]`` table (``named``, may_have_table's answer), or an ``OTEL_*`` variable
+    is set."""
+    return named or any(name.startswith("OTEL_") for name in environ)

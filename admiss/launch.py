@@ -74,10 +74,11 @@ def _start_telemetry(given: dict[str, object]) -> None:
     if config and not Path(str(config)).is_file():
         return  # the run says what is wrong
     path = find_config(Path(str(config)) if config else None, Path(str(rubric)) if rubric else None)
-    if may_ask_for_telemetry(path):
+    named = path is not None and may_have_table(path, "telemetry")
+    if may_ask_for_telemetry(named):
         from admiss.integrations.otel import start_exporter
 
-        start_exporter(path is not None and may_have_table(path, "telemetry"))
+        start_exporter(named)
 
 
 def _plain_value(field: str, value: str | None) -> bool:

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any, Callable, Collection, Iterator, Mapping, Sequence
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 import attrs
 
 from admiss.cascade import CompiledRung
 from admiss.gates.base import Candidate, GateContext
 from admiss.providers import Call, Completion, ProviderError, cost_usd
-from admiss.serve.memo import Known, Memo, content_key, run_ends
+from admiss.serve.memo import Known, Memo, known_runs, run_ends
 
 # Chat-completions request fields passed on to the rung's model as the client sent them.
 PASSTHROUGH = frozenset({
@@ -56,16 +56,8 @@ class RequestError(ValueError):
         self.param = param
 
 
-def message_roles(messages: Any, roles: Collection[str]) -> Iterator[tuple[str, dict[str, Any], str]]:
-    """(where, message, role) of each message of a non-empty array of objects whose ``role``
-    is one of ``roles`` (either wire format's first check); RequestError at the first that is not."""
-    _check_array(messages)
-    for index, message in enumerate(messages):
-        where = f"messages[{index}]"
-        yield where, message, message_role(message, where, roles)
-
-
-def _check_array(messages: Any) -> None:
+def check_array(messages: Any) -> None:
+    """RequestError unless ``messages`` is a non-empty array (either wire format's first check)."""
     if not isinstance(messages, list) or not messages:
         raise RequestError("messages must be a non-empty array of messages", "messages")
 
@@ -95,24 +87,18 @@ _CHECKED = Memo(entries=8192, size=4 << 20, largest=64 << 10)
 def known_messages(messages: Any, exact: bool = False) -> tuple[list[dict[str, Any]], Known | None]:
     """:func:`checked_messages`, with what the memo knows of them (None when a run has no key).
     ``exact``: the messages were read by orjson from JSON text (jsonio.loads_marked)."""
-    _check_array(messages)
-    starts, keys, kept, start = [], [], [], 0
-    for end in run_ends(messages):
-        run = messages[start:end]
-        key = content_key(run)
-        found = _CHECKED.get(key, run, exact) if key is not None else None
-        if found is None:
-            for index in range(start, end):
-                where = f"messages[{index}]"
-                _check_message(messages[index], message_role(messages[index], where, ROLES), where)
-            if key is not None:
-                _CHECKED.put(key, run, run, len(key), exact)
-            found = run
-        starts.append(start)
-        keys.append(key)
-        kept.append(found)
-        start = end
-    return messages, (Known(tuple(starts), tuple(keys), tuple(kept)) if None not in keys else None)
+    check_array(messages)
+    return messages, known_runs(messages, run_ends(messages, _is_tool_result), _CHECKED, _check_run, exact)[1]
+
+
+def _is_tool_result(message: Any) -> bool:
+    return type(message) is dict and message.get("role") == "tool"
+
+
+def _check_run(run: list, start: int) -> None:
+    for index, message in enumerate(run, start):
+        where = f"messages[{index}]"
+        _check_message(message, message_role(message, where, ROLES), where)
 
 
 def _check_message(message: dict[str, Any], role: str, where: str) -> None:

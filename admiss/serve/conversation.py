@@ -20,15 +20,16 @@ in one of the gateway's receipts. Any other call, and its result, is not offered
 whose arguments came as a JSON value (Anthropic's ``input``) is compared by that value's
 compact JSON text, which is the text the gateway served it as (see wire/anthropic_messages.py).
 
-An agent resends its whole conversation each turn, so a Chat Completions conversation is
-read in runs (a message and the tool results after it), each run read alone by the same
-trace reader and mapped by the same mapping, and kept across requests by its exact content
-(:class:`Readings`, admiss/serve/memo.py). A run read before is not read again: its steps'
-evidence items are moved to where the run stands in this request. Reading the runs apart
-gives the whole reading's steps whenever every call of a run before the last is answered
-in its run: a tool result answers only an open call, so no run reaches into another. When
-that does not hold, or a run breaks a trace's rule, the conversation is read whole, as
-before, and its error is the whole reading's.
+An agent resends its whole conversation each turn, so a conversation is read in runs (a
+message and the messages after it that answer its tool calls: Chat Completions' ``tool``
+messages, Anthropic's user turns of ``tool_result`` blocks), each run read alone by the
+same trace reader and mapped by the same mapping, and kept across requests by its exact
+content (:class:`Readings`, admiss/serve/memo.py); Anthropic's ``system`` is read alone
+too. A run read before is not read again: its steps' evidence items are moved to where the
+run stands in this request. Reading the runs apart gives the whole reading's steps whenever
+every call of a run before the last is answered in its run: a tool result answers only an
+open call, so no run reaches into another. When that does not hold, or a run breaks a
+trace's rule, the conversation is read whole, as before, and its error is the whole reading's.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from admiss import jsonio
 from admiss.errors import TraceError
 from admiss.receipts import call_key
 from admiss.serve.calls import RequestError
-from admiss.serve.memo import Known, Memo
+from admiss.serve.memo import Known, Memo, content_key
 from admiss.traces import anthropic, openai_chat
 from admiss.traces.mapping import CompiledMapping
 from admiss.traces.steps import ASSISTANT_TEXT, FINAL_ANSWER, TOOL_CALL, Step, StepRef, Trace
@@ -156,42 +157,63 @@ Reading = tuple[int, tuple[tuple[dict, bool, tuple[str | None, str | None] | Non
 
 
 class Readings:
-    """The runs of Chat Completions conversations read under one mapping, kept across requests."""
+    """The runs of conversations read under one mapping, kept across requests: each wire
+    format's runs (a Chat Completions message and the tool messages after it; an Anthropic
+    Messages message and the user turns of tool results after it) and Anthropic's ``system``,
+    each read by its format's trace reader."""
 
     def __init__(self, mapping: CompiledMapping):
         self._mapping = mapping
         # 50 agents of 40 messages hold about 1,000 runs. The runs kept are those the checks'
-        # memo keeps (calls._CHECKED), so the two share their content.
+        # memos keep (calls._CHECKED, wire/anthropic_messages._CHECKED), so they share their
+        # content. A key names its reader: one content reads to other references in each.
         self.memo = Memo(entries=4096, size=4 << 20, largest=64 << 10)
 
-    def parts(self, conversation: dict[str, Any], known: Known | None) -> list[tuple[int, Reading]] | None:
-        """Each run of the conversation with where it starts, or None when it must be read
-        whole: no keys, another shape, a run that breaks a rule or leaves a call open."""
+    def parts(self, conversation: dict[str, Any], known: Known | None,
+              reader: str = openai_chat.NAME) -> list[tuple[int, Reading]] | None:
+        """Each run of the conversation with where it starts (Anthropic's ``system`` first, at
+        0), or None when it must be read whole: no keys, another shape, a run that breaks a
+        rule or leaves a call open."""
         messages = conversation.get("messages")
-        if known is None or len(conversation) != 1 or type(messages) is not list or not known.starts \
+        fields = len(conversation) - (reader == anthropic.NAME and "system" in conversation)
+        if known is None or fields != 1 or type(messages) is not list or not known.starts \
                 or known.starts[-1] >= len(messages):
             return None
         parts, memo = [], self.memo
-        for start, end, key, run in zip(known.starts, known.starts[1:] + (len(messages),), known.keys, known.kept):
-            reading = memo.get(key, run)
+        if len(conversation) > 1:
+            system = {"messages": [], "system": conversation["system"]}
+            key = content_key(system["system"])
+            reading = memo.get((reader, None, key), system) if key is not None else None
             if reading is None:
-                reading = self._read(run)  # equal to messages[start:end], and what the key says
+                reading = self._read(system, reader)
                 if reading is None:
                     return None
-                memo.put(key, run, reading, len(key))
+                if key is not None:
+                    memo.put((reader, None, key), system, reading, len(key))
+            parts.append((0, reading))
+        for start, end, key, run in zip(known.starts, known.starts[1:] + (len(messages),), known.keys, known.kept):
+            reading = memo.get((reader, key), run)
+            if reading is None:
+                # ``run`` is equal to messages[start:end], and what the key says
+                reading = self._read({"messages": run}, reader)
+                if reading is None:
+                    return None
+                memo.put((reader, key), run, reading, len(key))
             parts.append((start, reading))
         if any(reading[2] for _, reading in parts[:-1]):
             return None
         return parts
 
-    def _read(self, run: list) -> Reading | None:
+    def _read(self, conversation: dict[str, Any], reader: str) -> Reading | None:
         try:
-            trace = conversation_trace({"messages": run})
+            trace = conversation_trace(conversation, reader)
         except RequestError:
             return None
         entries, open_call = [], False
         for step in trace.steps:
-            if not step.ref.path.startswith(f"messages[{step.ref.message_index}]"):
+            if step.ref.path == "system" and "system" in conversation:
+                pass  # Anthropic's system prompt: it stands before every message, never moved
+            elif not step.ref.path.startswith(f"messages[{step.ref.message_index}]"):
                 return None  # a reference this module could not move
             decision = self._mapping.decide(step)
             call = None

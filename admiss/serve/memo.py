@@ -18,7 +18,7 @@ so a client cannot grow it.
 from __future__ import annotations
 
 import threading
-from typing import Any, Hashable
+from typing import Any, Callable, Hashable
 
 import attrs
 
@@ -41,11 +41,34 @@ class Known:
     kept: tuple[list, ...]
 
 
-def run_ends(messages: list) -> list[int]:
-    """Where each run of Chat Completions ``messages`` ends: before each message that is not
-    a tool result, and at the end."""
-    return [end for end in range(1, len(messages) + 1)
-            if end == len(messages) or type(messages[end]) is not dict or messages[end].get("role") != "tool"]
+def run_ends(messages: list, joins: Callable[[Any], bool]) -> list[int]:
+    """Where each run of ``messages`` ends: before each message that does not ``join`` the
+    run before it (in a wire format's terms: a message that answers tool calls), and at the end."""
+    return [end for end in range(1, len(messages) + 1) if end == len(messages) or not joins(messages[end])]
+
+
+def known_runs(messages: list, ends: list[int], memo: Memo, check: Callable[[list, int], Any],
+               exact: bool = False) -> tuple[list, Known | None]:
+    """``check(run, start)`` of each run of ``messages`` (ending at ``ends``), taken from
+    ``memo`` when the same content passed it before, and what the memo knows of the runs
+    (None when a run has no key). ``check`` raises for a run that fails; what it returns is
+    kept for the content, so it must depend on the content alone (``start`` only names the
+    messages in its error)."""
+    starts, keys, kept, checked, start = [], [], [], [], 0
+    for end in ends:
+        run = messages[start:end]
+        key = content_key(run)
+        found = memo.get(key, run, exact) if key is not None else None
+        if found is None:
+            found = (run, check(run, start))
+            if key is not None:
+                memo.put(key, run, found, len(key), exact)
+        starts.append(start)
+        keys.append(key)
+        kept.append(found[0])
+        checked.append(found[1])
+        start = end
+    return checked, (Known(tuple(starts), tuple(keys), tuple(kept)) if None not in keys else None)
 
 
 class Memo:

@@ -258,8 +258,7 @@ class Router:
     async def _conversation(self, request: Request) -> Conversation:
         """The request's conversation as evidence (RequestError when it breaks a trace's
         rules); in strict mode only with the tool calls this gateway served."""
-        parts = self.readings.parts(request.conversation, request.known) \
-            if request.reader == openai_chat.NAME else None
+        parts = self.readings.parts(request.conversation, request.known, request.reader)
         trace = conversation_trace(request.conversation, request.reader) if parts is None else None
         served = None
         if self.config.serve.tool_evidence == "served":

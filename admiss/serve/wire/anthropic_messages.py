@@ -31,7 +31,8 @@ import attrs
 from admiss import jsonio
 from admiss.gates.json_valid import NotJSON, call_arguments
 from admiss.providers import Completion
-from admiss.serve.calls import RequestError, checked_params, message_roles
+from admiss.serve.calls import RequestError, check_array, checked_params, message_role
+from admiss.serve.memo import Known, Memo, known_runs, run_ends
 from admiss.serve.router import Request, Served
 from admiss.serve.wire import Incoming, admiss_object, pieces, sse
 from admiss.traces import anthropic
@@ -75,8 +76,8 @@ def api_key(header: Callable[[bytes], str | None]) -> str | None:
 
 def read(body: dict[str, Any], exact: bool = False) -> Incoming:
     """The neutral request of a Messages body (its ``model`` already read); RequestError
-    naming the field at fault. ``exact`` (orjson read the body) is the chat route's memo
-    hint: this route's messages are checked and read whole every time."""
+    naming the field at fault. ``exact``: orjson read the body (jsonio.loads_marked), which
+    lets the messages' memo go by their JSON text alone."""
     for name in body:
         if name not in FIELDS:
             raise RequestError(f"unsupported parameter: {name} (the gateway forwards only fields it reads: "
@@ -91,7 +92,8 @@ def read(body: dict[str, Any], exact: bool = False) -> Incoming:
     messages = _system(body["system"]) if "system" in body else []
     if "system" in body:
         conversation["system"] = body["system"]
-    messages += _messages(body.get("messages"))
+    turns, known = known_turns(body.get("messages"), exact)
+    messages += turns
     params = {chat: body[name] for name, chat in FIELDS.items() if chat is not None and name in body}
     if "stop" in params and not (isinstance(params["stop"], list) and all(isinstance(s, str) for s in params["stop"])):
         raise RequestError("stop_sequences must be an array of strings", "stop_sequences")
@@ -101,7 +103,7 @@ def read(body: dict[str, Any], exact: bool = False) -> Incoming:
         params = checked_params(params)
     except RequestError as exc:  # named as chat completions has the field: named as the client sent it
         raise RequestError(_anthropic_names(str(exc)), _anthropic_names(exc.param or "") or None) from None
-    request = Request(messages, params, conversation, anthropic.NAME, carry)
+    request = Request(messages, params, conversation, anthropic.NAME, carry, known)
     return Incoming(request, body.get("stream") is True)
 
 
@@ -137,13 +139,40 @@ def _known(holder: Mapping[str, Any], known: frozenset[str], where: str, what: s
                                f"it reads: {', '.join(sorted(known))})", f"{where}.{key}")
 
 
-def _messages(messages: Any) -> list[dict[str, Any]]:
-    """The conversation as chat-completions messages: a user turn's tool results become
-    ``tool`` messages (ahead of its text, as chat completions has them), an assistant turn's
-    ``tool_use`` blocks its ``tool_calls``; thinking is not sent on (chat completions has no
-    place for it) but stays in the conversation the gates read."""
+# The runs of messages that passed the checks, each with its chat-completions messages, by
+# exact content (admiss/serve/memo.py), as calls._CHECKED keeps the chat route's: an agent
+# resends them every turn, and checking and translating them was a quarter of the route's CPU
+# (benchmarks/bench_gateway_cpu.py). The messages kept are handed to every request with that
+# content; nothing downstream changes a message it is sent.
+_CHECKED = Memo(entries=8192, size=4 << 20, largest=64 << 10)
+
+
+def known_turns(messages: Any, exact: bool = False) -> tuple[list[dict[str, Any]], Known | None]:
+    """The conversation as chat-completions messages (:func:`_run`), with what the memo knows
+    of its runs (None when a run has no key); RequestError at the first message at fault.
+    ``exact``: the messages were read by orjson from JSON text."""
+    check_array(messages)
+    runs, known = known_runs(messages, run_ends(messages, _answers_calls), _CHECKED, _run, exact)
+    return [message for run in runs for message in run], known
+
+
+def _answers_calls(message: Any) -> bool:
+    """Whether ``message`` is a user turn with tool results, which joins the run of the calls it answers."""
+    content = message.get("content") if type(message) is dict and message.get("role") == "user" else None
+    return type(content) is list and any(type(block) is dict and block.get("type") == "tool_result"
+                                         for block in content)
+
+
+def _run(run: list, start: int) -> list[dict[str, Any]]:
+    """A run of the conversation (its first message at ``messages[start]``) as chat-completions
+    messages: a user turn's tool results become ``tool`` messages (ahead of its text, as chat
+    completions has them), an assistant turn's ``tool_use`` blocks its ``tool_calls``; thinking
+    is not sent on (chat completions has no place for it) but stays in the conversation the
+    gates read."""
     out: list[dict[str, Any]] = []
-    for where, message, role in message_roles(messages, ROLE_BLOCKS):
+    for index, message in enumerate(run, start):
+        where = f"messages[{index}]"
+        role = message_role(message, where, ROLE_BLOCKS)
         _known(message, MESSAGE_FIELDS, where, "a message")
         content = message.get("content")
         if isinstance(content, str):

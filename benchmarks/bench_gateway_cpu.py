@@ -225,17 +225,21 @@ def worker(port: int, count: int) -> None:
 def _hit_rates(router) -> str:
     """The gateway's memos' hit rates since the process started (admiss/serve/memo.py)."""
     from admiss.serve import calls
+    from admiss.serve.wire import anthropic_messages
 
     runs = router.readings.memo
-    return (f"memo hit rates over these requests and their warm-up: checked messages {calls._CHECKED.hit_rate:.1%} "
-            f"(every kind's), conversation runs {runs.hit_rate:.1%} (chat completions' agent requests; "
-            f"{len(runs)} runs held, {runs.held_bytes / 1024:.0f} KiB of keys)")
+    # A checkout whose Messages route keeps no memo of its own has no _CHECKED there.
+    messages = getattr(anthropic_messages, "_CHECKED", None)
+    checked = f", Messages {messages.hit_rate:.1%}" if messages is not None else ""
+    return (f"memo hit rates over these requests and their warm-up: checked messages, chat completions "
+            f"{calls._CHECKED.hit_rate:.1%}{checked}; conversation runs {runs.hit_rate:.1%} (both routes' agent "
+            f"requests; {len(runs)} runs held, {runs.held_bytes / 1024:.0f} KiB of keys)")
 
 
 async def _after_pauses(routers: dict, count: int) -> None:
     """CPU per request, one request at a time, back to back and after each idle pause."""
     rows = []
-    for kind in ("plain", "agent"):
+    for kind in KINDS:
         cpu = {}
         for pause in PAUSES_S:
             spent = 0.0

@@ -18,7 +18,7 @@ import attrs
 from admiss.cascade import CompiledRung
 from admiss.gates.base import Candidate, GateContext
 from admiss.providers import Call, Completion, ProviderError, cost_usd
-from admiss.serve.memo import Known, Memo, known_runs, run_ends
+from admiss.serve.memo import Known, Memo, known_runs
 
 # Chat-completions request fields passed on to the rung's model as the client sent them.
 PASSTHROUGH = frozenset({
@@ -88,11 +88,13 @@ def known_messages(messages: Any, exact: bool = False) -> tuple[list[dict[str, A
     """:func:`checked_messages`, with what the memo knows of them (None when a run has no key).
     ``exact``: the messages were read by orjson from JSON text (jsonio.loads_marked)."""
     check_array(messages)
-    return messages, known_runs(messages, run_ends(messages, _is_tool_result), _CHECKED, _check_run, exact)[1]
+    return messages, known_runs(messages, _run_ends(messages), _CHECKED, _check_run, exact)[1]
 
 
-def _is_tool_result(message: Any) -> bool:
-    return type(message) is dict and message.get("role") == "tool"
+def _run_ends(messages: list) -> list[int]:
+    """Where each run of the messages ends: before each message that is not a tool result, and at the end."""
+    return [end for end in range(1, len(messages) + 1)
+            if end == len(messages) or type(messages[end]) is not dict or messages[end].get("role") != "tool"]
 
 
 def _check_run(run: list, start: int) -> None:

@@ -41,12 +41,6 @@ class Known:
     kept: tuple[list, ...]
 
 
-def run_ends(messages: list, joins: Callable[[Any], bool]) -> list[int]:
-    """Where each run of ``messages`` ends: before each message that does not ``join`` the
-    run before it (in a wire format's terms: a message that answers tool calls), and at the end."""
-    return [end for end in range(1, len(messages) + 1) if end == len(messages) or not joins(messages[end])]
-
-
 def known_runs(messages: list, ends: list[int], memo: Memo, check: Callable[[list, int], Any],
                exact: bool = False) -> tuple[list, Known | None]:
     """``check(run, start)`` of each run of ``messages`` (ending at ``ends``), taken from

@@ -32,7 +32,7 @@ from admiss import jsonio
 from admiss.gates.json_valid import NotJSON, call_arguments
 from admiss.providers import Completion
 from admiss.serve.calls import RequestError, check_array, checked_params, message_role
-from admiss.serve.memo import Known, Memo, known_runs, run_ends
+from admiss.serve.memo import Known, Memo, known_runs
 from admiss.serve.router import Request, Served
 from admiss.serve.wire import Incoming, admiss_object, pieces, sse
 from admiss.traces import anthropic
@@ -152,15 +152,24 @@ def known_turns(messages: Any, exact: bool = False) -> tuple[list[dict[str, Any]
     of its runs (None when a run has no key); RequestError at the first message at fault.
     ``exact``: the messages were read by orjson from JSON text."""
     check_array(messages)
-    runs, known = known_runs(messages, run_ends(messages, _answers_calls), _CHECKED, _run, exact)
+    runs, known = known_runs(messages, _run_ends(messages), _CHECKED, _run, exact)
     return [message for run in runs for message in run], known
 
 
-def _answers_calls(message: Any) -> bool:
-    """Whether ``message`` is a user turn with tool results, which joins the run of the calls it answers."""
-    content = message.get("content") if type(message) is dict and message.get("role") == "user" else None
-    return type(content) is list and any(type(block) is dict and block.get("type") == "tool_result"
-                                         for block in content)
+def _run_ends(messages: list) -> list[int]:
+    """Where each run of the messages ends: before each message that is not a user turn with
+    tool results (which joins the run of the calls it answers), and at the end."""
+    ends = [end for end, message in enumerate(messages[1:], 1)
+            if type(message) is not dict or message.get("role") != "user" or not _has_result(message.get("content"))]
+    return ends + [len(messages)]
+
+
+def _has_result(content: Any) -> bool:
+    if type(content) is list:
+        for block in content:
+            if type(block) is dict and block.get("type") == "tool_result":
+                return True
+    return False
 
 
 def _run(run: list, start: int) -> list[dict[str, Any]]:

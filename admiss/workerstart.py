@@ -1,5 +1,5 @@
-"""How ``--jobs`` workers (admiss/workers.py) start: forked from a fork server, which
-``admiss check`` starts first thing, so that it imports the workers' modules while this
+"""How ``--jobs`` workers (admiss/workers.py) and ``check_many(jobs=N)``'s (admiss/runner.py)
+start: forked from a fork server, which ``admiss check`` starts first thing, so that it imports the workers' modules while this
 process loads its own and the rubric.
 
 Only the standard library here: ``admiss check --jobs N`` starts the server before it
@@ -13,10 +13,10 @@ import os
 import signal
 from typing import Any, Iterator
 
-# What a worker imports: the workers' module (and with it the check's), and the trace
-# readers that a worker's first bundle loads. The fork server imports them once, so a
+# What a worker imports: the workers' module (and with it the check's), check_many's
+# (admiss.runner), and the trace readers that a worker's first bundle loads. The fork server imports them once, so a
 # worker forked from it starts with them (without bytecode caches, about 0.3 CPU-s a worker).
-_PRELOAD = ["admiss.workers", "admiss.traces.read", "admiss.traces.adk", "admiss.traces.build"]
+_PRELOAD = ["admiss.workers", "admiss.runner", "admiss.traces.read", "admiss.traces.adk", "admiss.traces.build"]
 
 
 def worker_context() -> Any:

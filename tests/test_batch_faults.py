@@ -5,9 +5,11 @@ file, and SIGTERM / SIGINT to the parent, which must take every worker with it."
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -229,3 +231,23 @@ def test_check_many_loses_only_the_bundle_whose_gate_kills_its_worker(chain_fold
             assert isinstance(result, admiss.AdmissError) and result.diagnostics[0].code == "E181"
         else:
             assert result.verdict == "pass", n
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process tree from /proc")
+def test_check_many_checks_in_workers_forked_from_the_fork_server_while_the_caller_runs_a_thread():
+    # The caller may run threads (here one holding a lock): its workers must not be forked
+    # from it, but from the one-thread fork server, as admiss check --jobs's are.
+    held = threading.Lock()
+    held.acquire()
+    waiter = threading.Thread(target=held.acquire, daemon=True)
+    waiter.start()
+    rubric = admiss.compile_source(STRICT, "strict.rubric")
+    bundles = [{"evidence": [dict(TEN_K, detail=f"filing #{n}")]} for n in range(40)]
+    alone = [report.to_dict() for report in admiss.check_many(rubric, bundles)]
+    results = admiss.check_many(rubric, bundles, jobs=2, chunk_size=4)
+    first = next(results)
+    servers = {child for child in _children(os.getpid()) if b"multiprocessing.forkserver" in _cmdline(child)}
+    assert [_threads(server) for server in servers] == [1]
+    assert len(workers_of(os.getpid())) == 2  # the pool's two, children of the server
+    assert [first.to_dict()] + [report.to_dict() for report in results] == alone
+    held.release()

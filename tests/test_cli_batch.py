@@ -46,6 +46,22 @@ def test_jobs_keeps_the_input_order_and_the_output_of_one_job(admiss_cli, batch,
     assert one.code == 2
 
 
+@pytest.mark.parametrize("fmt", ["json", "text"])
+@pytest.mark.parametrize("mode", ["wb", "ab"])  # sendfile takes a file, not one opened for appending
+def test_jobs_writes_one_process_output_into_a_file_opened_for_writing_or_appending(batch, fmt, mode):
+    def check(jobs: str, out_path) -> bytes:
+        out_path.write_bytes(b"kept\n")
+        with open(out_path, mode) as out:
+            subprocess.run([sys.executable, "-m", "admiss", "check", "--rubric", "sec.rubric", "--format", fmt,
+                            "--jobs", jobs, "batch.jsonl"], cwd=batch, stdout=out, stderr=subprocess.DEVNULL,
+                           timeout=60)
+        return out_path.read_bytes()
+
+    one, two = check("1", batch / "one.out"), check("2", batch / "two.out")
+    assert two == one and one.count(b"\n") > 2 * CHUNK_SIZE
+    assert one.startswith(b"kept\n") == (mode == "ab")
+
+
 def test_a_bad_line_is_reported_on_its_line_and_the_others_still_are(admiss_cli, batch):
     ran = admiss_cli("check", "--rubric", "sec.rubric", "--format", "json", "-j", "2", "batch.jsonl")
     out = [json.loads(line) for line in ran.out.splitlines()]

@@ -7,7 +7,7 @@ from its own byte range, so no bundle text passes through the process that cut t
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import Callable, Iterator, NamedTuple
 
 from admiss.errors import AdmissError
 from admiss.files import reading
@@ -38,6 +38,12 @@ class Piece(NamedTuple):
 def cut_pieces(paths: list[Path], jobs: int, min_bytes: int = MIN_PIECE_BYTES, shrinking: bool = False) -> list[Piece]:
     """Pieces of ``paths`` in input order, each .jsonl file cut at line boundaries: of equal
     size, or ``shrinking`` towards the end (for workers that take the next piece when done)."""
+    return list(pieces_of(paths, jobs, min_bytes, shrinking))
+
+
+def pieces_of(paths: list[Path], jobs: int, min_bytes: int = MIN_PIECE_BYTES, shrinking: bool = False) -> Iterator[Piece]:
+    """cut_pieces's pieces, each as soon as it is cut, so a worker can begin on the first
+    while the rest of the input is cut."""
     sizes = [_size(p) if p.suffix == ".jsonl" else 0 for p in paths]
     total = sum(sizes)
     if shrinking:
@@ -48,11 +54,12 @@ def cut_pieces(paths: list[Path], jobs: int, min_bytes: int = MIN_PIECE_BYTES, s
     else:
         piece_bytes = max(min_bytes, total // (jobs * PIECES_PER_JOB) + 1)
         size_at = [lambda position: piece_bytes] * len(paths)
-    pieces: list[Piece] = []
+    index = 0
     for file, (path, size) in enumerate(zip(paths, sizes)):
-        ranges = _ranges(path, size, size_at[file]) if path.suffix == ".jsonl" and size >= 0 else [(0, -1, 0)]
-        pieces.extend([Piece(len(pieces) + i, file, str(path), *r) for i, r in enumerate(ranges)])
-    return pieces
+        ranges = _line_ranges(path, size, size_at[file]) if path.suffix == ".jsonl" and size >= 0 else [(0, -1, 0)]
+        for piece_range in ranges:
+            yield Piece(index, file, str(path), *piece_range)
+            index += 1
 
 
 def _size(path: Path) -> int:
@@ -63,31 +70,28 @@ def _size(path: Path) -> int:
         return -1
 
 
-def _ranges(path: Path, size: int, size_at: Callable[[int], int]) -> list[tuple[int, int, int]]:
-    try:
-        return _line_ranges(path, size, size_at)
-    except AdmissError:  # unreadable: one piece, whose worker reports the error in its place
-        return [(0, -1, 0)]
-
-
-def _line_ranges(path: Path, size: int, size_at: Callable[[int], int]) -> list[tuple[int, int, int]]:
-    """(start, end, first line number) of each piece of ``path``: one pass counting line
-    ends in large blocks (at memory speed), cutting after the first line end past
-    ``size_at(start)`` bytes from each piece's start."""
-    ranges = []
+def _line_ranges(path: Path, size: int, size_at: Callable[[int], int]) -> Iterator[tuple[int, int, int]]:
+    """(start, end, first line number) of each piece of ``path``, each once cut: one pass
+    counting line ends in large blocks (at memory speed), cutting after the first line end
+    past ``size_at(start)`` bytes from each piece's start."""
     start, first_line, lines, position, target = 0, 1, 0, 0, size_at(0)
-    with reading(path), path.open("rb") as data:
-        while block := data.read(BLOCK):
-            while target < position + len(block):
-                cut = block.find(b"\n", max(0, target - position))
-                if cut < 0:
-                    break
-                boundary = position + cut + 1
-                if boundary < size:
-                    ranges.append((start, boundary, first_line))
-                    start, first_line = boundary, lines + block.count(b"\n", 0, cut + 1) + 1
-                target = boundary + size_at(boundary)
-            lines += block.count(b"\n")
-            position += len(block)
-    ranges.append((start, size, first_line))
-    return ranges
+    try:
+        with reading(path), path.open("rb") as data:
+            while block := data.read(BLOCK):
+                while target < position + len(block):
+                    cut = block.find(b"\n", max(0, target - position))
+                    if cut < 0:
+                        break
+                    boundary = position + cut + 1
+                    if boundary < size:
+                        yield (start, boundary, first_line)
+                        start, first_line = boundary, lines + block.count(b"\n", 0, cut + 1) + 1
+                    target = boundary + size_at(boundary)
+                lines += block.count(b"\n")
+                position += len(block)
+    except AdmissError:
+        # Unreadable: the rest of it (the whole file, if no piece was cut) is one piece,
+        # whose worker reports the error in its place.
+        yield (start, size, first_line) if start else (0, -1, 0)
+        return
+    yield (start, size, first_line)

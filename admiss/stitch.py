@@ -15,7 +15,7 @@ from typing import Any, BinaryIO, Callable
 
 from admiss.checkrun import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_PASS, CheckRun, Writer
 from admiss.errors import AdmissError
-from admiss.pieces import BLOCK, Piece, cut_pieces
+from admiss.pieces import BLOCK, Piece, pieces_of
 from admiss.units import no_bundles
 from admiss.workers import Point, Supervisor, Task
 
@@ -30,13 +30,13 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 def run_in_workers(run: CheckRun, paths: list[Path], progress) -> int:
     """Check ``paths`` in run.options.jobs worker processes; the exit code."""
-    pieces = cut_pieces(paths, run.options.jobs, shrinking=True)
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         with tempfile.TemporaryDirectory(prefix="admiss-chunks-") as folder:
-            supervisor = Supervisor(run, pieces, folder, min(run.options.jobs, len(pieces)))
+            supervisor = Supervisor(run, pieces_of(paths, run.options.jobs, shrinking=True), folder, run.options.jobs)
             try:
-                return _Stitcher(run, paths, pieces, progress).stitch_all(supervisor)
+                # The supervisor's list of pieces is whole before the first is copied out.
+                return _Stitcher(run, paths, supervisor.pieces, progress).stitch_all(supervisor)
             finally:  # before the folder goes: no worker may still write into it
                 supervisor.stop()
     except _Stopped:

@@ -365,11 +365,14 @@ class Supervisor:
     """Hands pieces to idle workers, resumes a piece whose worker died or was ended, and
     yields finished pieces in input order."""
 
-    def __init__(self, run: CheckRun, pieces: list[Piece], folder: str, jobs: int):
-        self.run, self.pieces, self.folder = run, pieces, folder
+    def __init__(self, run: CheckRun, pieces: Iterator[Piece], folder: str, jobs: int):
+        """``pieces`` are cut as they are handed out: the first ones go to workers as soon
+        as they are cut, and the rest are cut while those workers start."""
+        self.run, self.folder, self.uncut = run, folder, pieces
+        self.pieces: list[Piece] = []
+        self.tasks: list[Task] = []
         self.shared = worker_context().RawArray("q", jobs * _SLOT)
-        self.tasks = [self._task(piece) for piece in pieces]
-        self.queue: deque[Task] = deque(self.tasks)
+        self.queue: deque[Task] = deque()  # pieces cut and not yet handed out, and pieces to resume
         self.workers = [_Worker(self, index) for index in range(jobs)]
         self.finished: dict[int, Point] = {}
         self.deaths: dict[tuple[int, int], int] = {}
@@ -385,6 +388,8 @@ class Supervisor:
         """Each piece's task with its final point, in input order, as soon as it and those
         before are done. While the caller copies a piece out, it calls ``tend`` now and
         then, so that a worker whose piece finishes meanwhile is handed its next at once."""
+        self.hand_out()
+        self.cut_all()
         for piece in self.pieces:
             while piece.index not in self.finished:
                 self.tend(TICK_SECONDS)
@@ -409,8 +414,22 @@ class Supervisor:
 
     def hand_out(self) -> None:
         for worker in self.workers:
-            if worker.future is None and self.queue:
+            if worker.future is None and (self.queue or self.cut_one()):
                 worker.give(self.queue.popleft())
+
+    def cut_one(self) -> bool:
+        """Cut the next piece and queue it; False when every piece is cut."""
+        piece = next(self.uncut, None)
+        if piece is None:
+            return False
+        self.pieces.append(piece)
+        self.tasks.append(self._task(piece))
+        self.queue.append(self.tasks[-1])
+        return True
+
+    def cut_all(self) -> None:
+        while self.cut_one():
+            pass
 
     def collect(self, worker: _Worker) -> None:
         try:

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from admiss.workers import Point, _record, last_point
+from admiss.checkrun import CheckOptions, CheckRun
+from admiss.pieces import pieces_of
+from admiss.workers import Point, Supervisor, _record, last_point
 from test_batch_faults import CHAIN_RUBRIC, _alive, bundle_line, workers_of
 from test_seed import SHORTCUT, STRICT, TEN_K
 
@@ -188,3 +190,27 @@ def test_the_resume_point_is_the_last_whole_record(tmp_path):
 
 def test_a_record_never_crosses_a_page():
     assert 4096 % len(_record(_point(1))) == 0
+
+
+def test_the_first_pieces_go_to_workers_before_the_rest_of_the_input_is_cut(tmp_path):
+    (tmp_path / "sec.rubric").write_text(STRICT)
+    path = tmp_path / "b.jsonl"
+    path.write_text("".join(json.dumps({"evidence": [dict(TEN_K, detail=f"item {n}")]}) + "\n" for n in range(3000)))
+    run = CheckRun(CheckOptions(rubric=tmp_path / "sec.rubric", fmt="json", jobs=2), True)
+    (tmp_path / "chunks").mkdir()
+    busy_when_cut = []
+
+    def pieces():
+        for piece in pieces_of([path], 2, min_bytes=1000, shrinking=True):
+            busy_when_cut.append(sum(worker.future is not None for worker in supervisor.workers))
+            yield piece
+
+    supervisor = Supervisor(run, pieces(), str(tmp_path / "chunks"), 2)
+    try:
+        points = [point for _, point in supervisor.in_order()]
+    finally:
+        supervisor.stop()
+    # The first piece is cut with no worker busy, the second once the first worker has its
+    # piece, the third (and the rest) once both have theirs.
+    assert busy_when_cut[:3] == [0, 1, 2] and len(busy_when_cut) > 3
+    assert sum(point.bundles for point in points) == 3000

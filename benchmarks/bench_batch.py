@@ -23,6 +23,8 @@ FLOOR_SCRIPT = Path(__file__).with_name("json_floor.py")
 TARGET_FLOOR_FRACTION = 0.5
 # `admiss check --jobs 2` against plain one-process `admiss check` on two free cores (issue 25).
 TARGET_JOBS_OVER_PLAIN = 1.5
+# check_many(jobs=None) and check_many(jobs=2) are timed in this many back-to-back pairs.
+IN_PROCESS_PAIRS = 3
 # Peak RSS at 10× the input may grow by this much and still count as flat.
 FLAT_MEMORY_TOLERANCE = 1.25
 
@@ -56,10 +58,11 @@ def throughput_row(name: str, timing: Timing, bundles: int, floor: Timing, peak_
     ]
 
 
-def in_process_rows(rubric_props: list[datagen.PropertyData], bundles_path: Path, count: int) -> list[list[str]]:
-    """admiss.check_many vs a loop of rubric.check over the same bundles already in memory."""
+def in_process_rows(rubric_props: list[datagen.PropertyData], bundles_path: Path, count: int) -> tuple[list[list[str]], list[str]]:
+    """admiss.check_many (one process, and jobs=2) vs a loop of rubric.check over the same
+    bundles already in memory (rows), and check_many(jobs=2) over one process (a line)."""
     if not admiss_probe.has_api("check_many"):
-        return [["admiss.check_many (in process)", "not available", "", "", "", ""]]
+        return [["admiss.check_many (in process)", "not available", "", "", "", ""]], []
     with bundles_path.open(encoding="utf-8") as f:
         bundles = [json.loads(line) for line in islice(f, count)]
     rubric = admiss_probe.compiled(rubric_props)
@@ -67,14 +70,25 @@ def in_process_rows(rubric_props: list[datagen.PropertyData], bundles_path: Path
     loop_reports = [rubric.check(b).to_dict() for b in bundles]
     loop_seconds = time.perf_counter() - start
     rows = [[f"loop of rubric.check().to_dict(), {count} bundles in memory", seconds_text(loop_seconds), "", rate_text(count / loop_seconds), "", ""]]
+    pairs = []
+    # Back-to-back pairs, as for --jobs: a pair's ratio shares the machine's load.
+    for _ in range(IN_PROCESS_PAIRS):
+        pair = {}
+        for jobs in (None, 2):
+            start = time.perf_counter()
+            many_reports = [r.to_dict() for r in admiss_probe.api().check_many(rubric, bundles, jobs=jobs, chunk_size=256)]
+            pair[jobs] = (time.perf_counter() - start, many_reports == loop_reports)
+        pairs.append(pair)
     for jobs in (None, 2):
-        start = time.perf_counter()
-        many_reports = [r.to_dict() for r in admiss_probe.api().check_many(rubric, bundles, jobs=jobs, chunk_size=256)]
-        many_seconds = time.perf_counter() - start
-        same = "same reports" if many_reports == loop_reports else "REPORTS DIFFER"
+        seconds = statistics.median(pair[jobs][0] for pair in pairs)
+        same = "same reports" if all(pair[jobs][1] for pair in pairs) else "REPORTS DIFFER"
         label = "admiss.check_many" + (f"(jobs={jobs})" if jobs else "")
-        rows.append([f"{label}, same bundles ({same})", seconds_text(many_seconds), "", rate_text(count / many_seconds), "", ""])
-    return rows
+        rows.append([f"{label}, same bundles ({same}), median of {len(pairs)}", seconds_text(seconds), "", rate_text(count / seconds), "", ""])
+    ratios = [pair[None][0] / pair[2][0] for pair in pairs]
+    line = (f"admiss.check_many(jobs=2) over one process (jobs=None), {count} bundles in memory, reports to_dict()'d: "
+            f"{ratio_text(statistics.median(ratios))} by the median of {len(pairs)} back-to-back pairs "
+            f"(pairs {', '.join(ratio_text(r) for r in ratios)})")
+    return rows, [line]
 
 
 def run(settings: Settings) -> None:
@@ -110,7 +124,9 @@ def run(settings: Settings) -> None:
             lines.append(memory_line(rubric, small, small_count, count, peak_big, folder))
             for problem in problems:
                 print(f"!!! PROBLEM in the batch run: {problem}")
-        rows += in_process_rows(props, big, min(count, 10_000))
+        in_rows, in_lines = in_process_rows(props, big, min(count, 10_000))
+        rows += in_rows
+        lines += in_lines
     print_table(
         "Whole run as a subprocess, output to a file; ratio = floor time / run time (the floor's throughput is 1.00×)",
         ["run", "best", "median", "bundles/s", "ratio to floor", "peak RSS"],

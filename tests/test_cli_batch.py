@@ -47,7 +47,7 @@ def test_jobs_keeps_the_input_order_and_the_output_of_one_job(admiss_cli, batch,
 
 
 @pytest.mark.parametrize("fmt", ["json", "text"])
-@pytest.mark.parametrize("mode", ["wb", "ab"])  # sendfile takes a file, not one opened for appending
+@pytest.mark.parametrize("mode", ["wb", "ab"])  # a copy inside the kernel (sendfile) would refuse "ab"
 def test_jobs_writes_one_process_output_into_a_file_opened_for_writing_or_appending(batch, fmt, mode):
     def check(jobs: str, out_path) -> bytes:
         out_path.write_bytes(b"kept\n")

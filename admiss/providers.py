@@ -30,9 +30,11 @@ machine has no store), with the provider's client certificate.
 The bytes go through a :class:`Sender`: httpx's pool by default (:class:`HttpxSender`),
 which does the proxying, HTTP/2, Basic auth from a URL's user-info and idle expiry. The
 gateway plugs in a connection pool of its own (``admiss/serve/transport.py``) for providers
-whose route needs none of those (:attr:`Route.plain`): it costs far less CPU per call at
-the concurrency the gateway lives at. Timeouts, retries and error reasons stay here, the
-same for every sender.
+whose route needs none of those (:attr:`Route.plain`), and aiohttp
+(``admiss/serve/aiosender.py``) for the others but HTTP/2 and proxies that are not http://
+(:attr:`Route.httpx_only`): both cost far less CPU per call than httpx at the concurrency
+the gateway lives at. Timeouts, retries and error reasons stay here, the same for every
+sender.
 """
 
 from __future__ import annotations

@@ -85,9 +85,9 @@ class AiohttpSender:
             raise CannotConnect("connection timed out") from None
         except asyncio.TimeoutError:
             raise TimeoutError from None
-        except ssl.SSLError as exc:
-            raise SendFailed(tls_problem(exc, self._route) or describe(exc)) from None
         except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
+            # A TLS alert read after the handshake (TLS 1.3's "certificate required") comes
+            # as a ClientOSError caused by the SSLError that names it.
             cause = exc.__cause__ if isinstance(exc.__cause__, ssl.SSLError) else exc
             told = tls_problem(cause, self._route)
             raise SendFailed(told or closed_hint(self._config, url, describe(exc), hung_up=True)) from None

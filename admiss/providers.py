@@ -52,7 +52,7 @@ import time
 import urllib.request
 from datetime import datetime, timezone
 from functools import partial
-from typing import Any, Awaitable, Callable, Mapping, Protocol, Sequence, TypeVar
+from typing import Any, AsyncIterator, Awaitable, Callable, Mapping, Protocol, Sequence, TypeVar
 from urllib.parse import urlsplit
 
 import attrs
@@ -278,6 +278,17 @@ def _user_info(url: str) -> str | None:
     return netloc.rpartition("@")[0] or None
 
 
+async def read_within(chunks: AsyncIterator[bytes], max_bytes: int) -> bytes:
+    """A reply's body from its (decompressed) ``chunks``; ReplyTooLong once past ``max_bytes``,
+    without reading the rest."""
+    data = bytearray()
+    async for chunk in chunks:
+        data += chunk
+        if len(data) > max_bytes:
+            raise ReplyTooLong
+    return bytes(data)
+
+
 class HttpxSender:
     """The default sender: one pooled ``httpx.AsyncClient`` on the provider's route, made on
     first use. httpx sends a URL's user-info as Basic auth (never in a header of its own)."""
@@ -304,12 +315,8 @@ class HttpxSender:
             self._http = httpx.AsyncClient(**self._options())
         try:
             async with self._http.stream("POST", url, content=body, headers=headers) as response:
-                data = bytearray()
-                async for chunk in response.aiter_bytes():
-                    data += chunk
-                    if len(data) > max_bytes:
-                        raise ReplyTooLong
-                return Reply(response.status_code, response.headers, bytes(data))
+                data = await read_within(response.aiter_bytes(), max_bytes)
+                return Reply(response.status_code, response.headers, data)
         except httpx.ProxyError as exc:
             raise CannotConnect(f"the proxy {shown_url(self._route.proxy)} refused: {describe(exc)}") from None
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:

@@ -25,7 +25,7 @@ import aiohttp
 
 from admiss.config import ProviderConfig
 from admiss.providers import (CannotConnect, Reply, ReplyTooLong, Route, SendFailed, closed_hint, describe,
-                              shown_url, tls_for, tls_problem)
+                              read_within, shown_url, tls_for, tls_problem)
 
 
 class AiohttpSender:
@@ -62,22 +62,20 @@ class AiohttpSender:
                                           allow_redirects=False) as response:
                 if response.content_length is not None and response.content_length > max_bytes:
                     raise ReplyTooLong
-                data = bytearray()
                 # Decompressed as it comes, in bounded pieces: a small compressed reply that
                 # inflates past max_bytes is stopped there.
-                async for chunk in response.content.iter_any():
-                    data += chunk
-                    if len(data) > max_bytes:
-                        raise ReplyTooLong
-                return Reply(response.status, response.headers, bytes(data))
+                data = await read_within(response.content.iter_any(), max_bytes)
+                return Reply(response.status, response.headers, data)
         except aiohttp.ClientHttpProxyError as exc:
             # Its text holds the proxy's URL, credentials and all: only the status is told.
-            raise CannotConnect(f"the proxy {shown_url(self._route.proxy)} refused: {exc.status} {exc.message}") from None
+            raise CannotConnect(f"the proxy {shown_url(self._route.proxy)} refused: "
+                                f"{exc.status} {exc.message}") from None
         except aiohttp.ClientProxyConnectionError as exc:
             raise CannotConnect(f"cannot connect to the proxy {shown_url(self._route.proxy)}: "
                                 f"{describe(exc.os_error)}") from None
         except aiohttp.ClientConnectorCertificateError as exc:
-            raise CannotConnect(tls_problem(exc.certificate_error, self._route) or describe(exc.certificate_error)) from None
+            problem = exc.certificate_error
+            raise CannotConnect(tls_problem(problem, self._route) or describe(problem)) from None
         except aiohttp.ClientConnectorError as exc:
             # An SSL error among them (ClientConnectorSSLError): os_error is the SSLError.
             raise CannotConnect(tls_problem(exc.os_error, self._route) or describe(exc.os_error)) from None

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -148,6 +149,21 @@ def test_a_refusing_proxy_is_a_clear_error(pki, upstream, refusing_proxy, fast):
     assert error.value.reason == (f"provider p: cannot connect to {upstream.url}/chat/completions: the proxy "
                                   f"{refusing_proxy.url()} refused: 403 Forbidden after 1 retries")
     assert refusing_proxy.refused == 2 and len(upstream.requests) == reached
+
+
+def test_a_proxy_that_is_not_listening_is_a_clear_error(pki, upstream, fast):
+    closed = socket.create_server(("127.0.0.1", 0))
+    dead = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    closed.close()
+    config = ProviderConfig("p", upstream.url, ca_file=pki.ca, max_retries=1)
+    with pytest.raises(ProviderError) as error:
+        call(config, {"HTTPS_PROXY": dead}, fast)
+    reason = error.value.reason
+    # Not connected is safe to send again: retried, then told.
+    assert reason.startswith(f"provider p: cannot connect to {upstream.url}/chat/completions: ")
+    assert reason.endswith("after 1 retries") and "Traceback" not in reason
+    if fast:  # aiohttp names the proxy it could not reach
+        assert f"cannot connect to the proxy {dead}: " in reason
 
 
 def test_the_wrong_ca_is_a_clear_error(pki, upstream, fast):

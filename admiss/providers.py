@@ -30,9 +30,11 @@ machine has no store), with the provider's client certificate.
 The bytes go through a :class:`Sender`: httpx's pool by default (:class:`HttpxSender`),
 which does the proxying, HTTP/2, Basic auth from a URL's user-info and idle expiry. The
 gateway plugs in a connection pool of its own (``admiss/serve/transport.py``) for providers
-whose route needs none of those (:attr:`Route.plain`): it costs far less CPU per call at
-the concurrency the gateway lives at. Timeouts, retries and error reasons stay here, the
-same for every sender.
+whose route needs none of those (:attr:`Route.plain`), and aiohttp
+(``admiss/serve/aiosender.py``) for the others but HTTP/2 and proxies that are not http://
+(:attr:`Route.httpx_only`): both cost far less CPU per call than httpx at the concurrency
+the gateway lives at. Timeouts, retries and error reasons stay here, the same for every
+sender.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ import time
 import urllib.request
 from datetime import datetime, timezone
 from functools import partial
-from typing import Any, Awaitable, Callable, Mapping, Protocol, Sequence, TypeVar
+from typing import Any, AsyncIterator, Awaitable, Callable, Mapping, Protocol, Sequence, TypeVar
 from urllib.parse import urlsplit
 
 import attrs
@@ -145,6 +147,9 @@ class Sender(Protocol):
     async def aclose(self) -> None: ...
 
 
+SenderMaker = Callable[[ProviderConfig, "Route"], Sender]
+
+
 @attrs.define
 class Route:
     """How one provider's calls leave this process: through which proxy, trusting which CAs."""
@@ -156,6 +161,8 @@ class Route:
     trust: str
     # Nothing but a direct HTTP/1.1 connection is needed: the gateway's own pool may send.
     plain: bool
+    # HTTP/2, or a proxy that is not an http:// one (SOCKS, TLS to the proxy): httpx alone sends.
+    httpx_only: bool
     _make_context: Callable[[], ssl.SSLContext] = attrs.field(repr=False)
     _context: ssl.SSLContext | None = attrs.field(default=None, init=False, repr=False)
 
@@ -179,21 +186,22 @@ def route_for(config: ProviderConfig, environ: Mapping[str, str]) -> Route:
     store, trust = _trust_store(config, environ)
     plain = (proxy is None and not config.http2 and config.client_cert is None and config.ca_file is None
              and _user_info(config.base_url) is None)
-    return Route(proxy, proxy_from, trust, plain, lambda: _tls_context(config, store))
+    httpx_only = config.http2 or (proxy is not None and not proxy.startswith("http://"))
+    return Route(proxy, proxy_from, trust, plain, httpx_only, lambda: _tls_context(config, store))
 
 
 def _tls_context(config: ProviderConfig, store: Callable[[], ssl.SSLContext]) -> ssl.SSLContext:
     try:
         context = store()
     except (OSError, ssl.SSLError) as exc:
-        raise ProviderError(f"provider {config.name}: the CA certificates cannot be loaded: {_describe(exc)}") from None
+        raise ProviderError(f"provider {config.name}: the CA certificates cannot be loaded: {describe(exc)}") from None
     if config.client_cert is not None:
         try:
             # A password-protected key would make OpenSSL ask on the terminal: refuse it instead.
             context.load_cert_chain(config.client_cert, config.client_key, password=_no_password)
         except (OSError, ssl.SSLError) as exc:
             raise ProviderError(f"provider {config.name}: client_cert {config.client_cert} cannot be loaded: "
-                                f"{_describe(exc)} (an unencrypted PEM certificate and key)") from None
+                                f"{describe(exc)} (an unencrypted PEM certificate and key)") from None
     return context
 
 
@@ -248,9 +256,37 @@ def shown_url(url: str | None) -> str:
     return f"{scheme}://{netloc.rpartition('@')[2]}{slash}{path}"
 
 
+def tls_for(config: ProviderConfig, route: Route) -> ssl.SSLContext:
+    """The TLS context a sender connects with: the route's, or over plain HTTP one that is
+    never loaded (no TLS is spoken to the server) and trusts nothing, so it fails closed."""
+    return route.ssl() if config.base_url.startswith("https://") else _NO_TLS
+
+
+def closed_hint(config: ProviderConfig, url: str, told: str, hung_up: bool) -> str:
+    """``told``, with the likeliest cause when a TLS server ``hung_up`` without a reply: it
+    wanted a client certificate (TLS 1.3 refuses one only after the handshake, and the
+    alert saying so is often lost: the connection is reset or closed first, whichever the
+    server's side gets to first)."""
+    if hung_up and url.startswith("https://") and config.client_cert is None:
+        return (f"{told}: the server closed the connection without a reply (if it wants a client "
+                "certificate, set client_cert)")
+    return told
+
+
 def _user_info(url: str) -> str | None:
     netloc = urlsplit(url).netloc
     return netloc.rpartition("@")[0] or None
+
+
+async def read_within(chunks: AsyncIterator[bytes], max_bytes: int) -> bytes:
+    """A reply's body from its (decompressed) ``chunks``; ReplyTooLong once past ``max_bytes``,
+    without reading the rest."""
+    data = bytearray()
+    async for chunk in chunks:
+        data += chunk
+        if len(data) > max_bytes:
+            raise ReplyTooLong
+    return bytes(data)
 
 
 class HttpxSender:
@@ -260,13 +296,11 @@ class HttpxSender:
     def __init__(self, config: ProviderConfig, route: Route):
         self._config = config
         self._route = route
-        self._no_client_cert = config.client_cert is None
         self._http: httpx.AsyncClient | None = None
 
     def _options(self) -> dict[str, Any]:
         config, route = self._config, self._route
-        # Over plain HTTP no TLS is spoken to the server: a context that trusts nothing, never loaded.
-        tls = route.ssl() if config.base_url.startswith("https://") else _NO_TLS
+        tls = tls_for(config, route)
         return dict(
             # HTTP/2 is offered in the TLS handshake only: over http:// it would never be spoken.
             timeout=httpx.Timeout(config.timeout_s), proxy=route.proxy, verify=tls,
@@ -281,16 +315,12 @@ class HttpxSender:
             self._http = httpx.AsyncClient(**self._options())
         try:
             async with self._http.stream("POST", url, content=body, headers=headers) as response:
-                data = bytearray()
-                async for chunk in response.aiter_bytes():
-                    data += chunk
-                    if len(data) > max_bytes:
-                        raise ReplyTooLong
-                return Reply(response.status_code, response.headers, bytes(data))
+                data = await read_within(response.aiter_bytes(), max_bytes)
+                return Reply(response.status_code, response.headers, data)
         except httpx.ProxyError as exc:
-            raise CannotConnect(f"the proxy {shown_url(self._route.proxy)} refused: {_describe(exc)}") from None
+            raise CannotConnect(f"the proxy {shown_url(self._route.proxy)} refused: {describe(exc)}") from None
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
-            raise CannotConnect(tls_problem(exc, self._route) or _describe(exc)) from None
+            raise CannotConnect(tls_problem(exc, self._route) or describe(exc)) from None
         except httpx.TimeoutException:
             raise TimeoutError from None
         except (httpx.HTTPError, OSError) as exc:
@@ -299,16 +329,10 @@ class HttpxSender:
             raise SendFailed(tls_problem(exc, self._route) or self._closed_hint(exc, url)) from None
 
     def _closed_hint(self, exc: BaseException, url: str) -> str:
-        """The error, with the likeliest cause when a TLS server hung up without a reply: it
-        wanted a client certificate (TLS 1.3 refuses one only after the handshake, and the
-        alert saying so is often lost: the connection is reset, a ReadError, or closed first, a
-        RemoteProtocolError, whichever the server's side gets to first)."""
-        told = _describe(exc)
+        """The error, with the client-certificate hint when a TLS server hung up unanswered:
+        the connection reset (a ReadError) or closed (a RemoteProtocolError)."""
         hung_up = isinstance(exc, (httpx.ReadError, httpx.RemoteProtocolError))
-        if hung_up and url.startswith("https://") and self._no_client_cert:
-            return (f"{told}: the server closed the connection without a reply (if it wants a client "
-                    "certificate, set client_cert)")
-        return told
+        return closed_hint(self._config, url, describe(exc), hung_up)
 
     async def reachable(self, url: str, seconds: float) -> str | None:
         """None when a GET of ``url`` gets any HTTP reply through the route; else why not."""
@@ -316,7 +340,7 @@ class HttpxSender:
             async with httpx.AsyncClient(**{**self._options(), "timeout": httpx.Timeout(seconds)}) as client:
                 await client.get(url)
         except httpx.ProxyError as exc:
-            return f"the proxy {shown_url(self._route.proxy)} refused: {_describe(exc)}"
+            return f"the proxy {shown_url(self._route.proxy)} refused: {describe(exc)}"
         except (httpx.HTTPError, OSError) as exc:
             return tls_problem(exc, self._route) or self._closed_hint(exc, url)
         return None
@@ -342,7 +366,7 @@ _TLS_HINTS = (
 
 def tls_problem(exc: BaseException, route: Route) -> str | None:
     """What a TLS failure means, in words with its fix, or None when ``exc`` is not one."""
-    text = _describe(exc)
+    text = describe(exc)
     for mark, hint in _TLS_HINTS:
         if mark in text.upper():
             return f"TLS: {hint.format(trust=route.trust)} ({text})"
@@ -670,13 +694,16 @@ class Providers:
         self._environ = os.environ if environ is None else environ
         self._clients: dict[str, ChatClient] = {}
         self._routes: dict[str, Route] = {}
-        self._fast: Callable[[ProviderConfig, Route], Sender] | None = None
+        self._fast: SenderMaker | None = None
+        self._routed: SenderMaker | None = None
 
-    def use_sender(self, make: Callable[[ProviderConfig, Route], Sender]) -> None:
+    def use_sender(self, make: SenderMaker, routed: SenderMaker | None = None) -> None:
         """Clients made from now on for a provider whose route is :attr:`~Route.plain` send
-        through ``make(provider config, route)`` (one sender per client) instead of httpx;
-        the gateway uses this for its own pool. Any other provider keeps httpx."""
-        self._fast = make
+        through ``make(provider config, route)`` (one sender per client) instead of httpx,
+        and with ``routed``, so do the others but those only httpx can send
+        (:attr:`~Route.httpx_only`); the gateway uses this for its own pool and aiohttp.
+        A maker's ``described`` names it in :meth:`routes`."""
+        self._fast, self._routed = make, routed
 
     def configured(self, model: str | None) -> bool:
         """Whether ``model`` names a provider that admiss.toml configures."""
@@ -707,7 +734,7 @@ class Providers:
             except ProviderError as exc:
                 out[name] = exc.reason
                 continue
-            sender = "admiss's own pool" if route.plain and self._fast is not None else "httpx"
+            sender = getattr(self._maker(route), "described", "httpx")
             api = ", speaking Anthropic's Messages API" if self._configs[name].api == ANTHROPIC_API else ""
             out[name] = f"{route.described()}, sent by {sender}{api}"
         return out
@@ -740,12 +767,19 @@ class Providers:
             self._routes[name] = route_for(self._configs[name], self._environ)
         return self._routes[name]
 
+    def _maker(self, route: Route) -> SenderMaker | None:
+        """What makes the sender of ``route``'s calls; None for httpx's."""
+        if route.plain and self._fast is not None:
+            return self._fast
+        return None if route.httpx_only else self._routed
+
     def _client(self, name: str) -> ChatClient:
         if name not in self._configs:
             raise ProviderError(f"no [providers.{name}] table in admiss.toml")
         if name not in self._clients:
             config, route = self._configs[name], self._route(name)
-            sender = self._fast(config, route) if self._fast is not None and route.plain else None
+            make = self._maker(route)
+            sender = make(config, route) if make is not None else None
             kind = MessagesClient if config.api == ANTHROPIC_API else ChatClient
             self._clients[name] = kind(config, self._environ, sender, route)
         return self._clients[name]
@@ -813,7 +847,7 @@ def _error_detail(response: Reply, secrets: Sequence[str]) -> str:
     return f": {clipped(message, DETAIL_CHARS, secrets)}" if message else ""
 
 
-def _describe(exc: BaseException) -> str:
+def describe(exc: BaseException) -> str:
     """The first message along the exception's causes (httpx's often wrap an empty one)."""
     seen: BaseException | None = exc
     while seen is not None:

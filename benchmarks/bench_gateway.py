@@ -36,11 +36,14 @@ Each upstream is measured with ``admiss serve`` in one process and with ``--work
 on a 2-core machine the second worker shares its core with the client and the upstream,
 so the figures say what a second process buys when no core is free for it.
 
-Then two gateways of one process each, in the same rounds: one sending the provider's
-calls through the gateway's own pool (admiss/serve/transport.py), one through httpx, as
-every provider that needs a proxy, a CA file, a client certificate or HTTP/2 is (its
-provider gets a ``ca_file``, which routes it through httpx and changes nothing else over
-http://). Their added latencies are printed side by side: whether the pool still pays.
+Then three gateways of one process each, in the same rounds, each sending the provider's
+calls through another sender: the gateway's own pool (admiss/serve/transport.py); aiohttp
+(admiss/serve/aiosender.py), as every provider that needs a proxy, a CA file or a client
+certificate is (its provider gets a ``ca_file``, which routes it through aiohttp and
+changes nothing else over http://); httpx, as a provider with HTTP/2 is (``http2 = true``,
+which over http:// is never spoken). Their added latencies and each serving process's CPU
+per request are printed side by side: what a provider behind a proxy or a private CA costs
+against the pool, and whether the pool still pays.
 """
 
 from __future__ import annotations
@@ -292,10 +295,12 @@ def _free_port() -> int:
 # (reply time, spread either side) of the fake upstream, in seconds.
 UPSTREAMS = ((0.0, 0.0), (0.1, 0.0), (0.1, 0.025))
 WORKERS = (1, 2)
-POOL, HTTPX = "admiss's pool", "httpx"
-# What admiss.toml's provider table gets to send through httpx rather than the pool: a
-# ca_file (certifi's bundle; unused over http://, but a provider with one goes through httpx).
-SENDER_CONFIG = {POOL: "", HTTPX: f"ca_file = {json.dumps(certifi.where())}\n"}
+POOL, AIOHTTP, HTTPX = "admiss's pool", "aiohttp", "httpx"
+# What admiss.toml's provider table gets to send through a sender other than the pool, and
+# what the start-up log then says: a ca_file (certifi's bundle; unused over http://, but a
+# provider with one goes through aiohttp), http2 (never spoken over http://; httpx alone has it).
+SENDER_CONFIG = {POOL: "", AIOHTTP: f"ca_file = {json.dumps(certifi.where())}\n", HTTPX: "http2 = true\n"}
+SENDER_SAID = {POOL: "sent by admiss's own pool", AIOHTTP: "sent by aiohttp", HTTPX: "sent by httpx"}
 
 
 def _start_upstream(delay_s: float, spread_s: float = 0.0) -> tuple[subprocess.Popen, int]:
@@ -333,7 +338,7 @@ def _start_gateway(folder: Path, upstream_port: int, workers: int, sender: str,
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if log.read_text().count("Application startup complete.") == workers:
-            said = "sent by httpx" if sender == HTTPX else "sent by admiss's own pool"
+            said = SENDER_SAID[sender]
             if said not in log.read_text():  # the start-up log names each provider's sender
                 raise RuntimeError(f"the gateway does not send through {sender}:\n{log.read_text()}")
             return process, port
@@ -393,10 +398,7 @@ def _compare_baseline(settings: Settings, delay_s: float, spread_s: float, kind:
                                                 command=(settings.baseline_admiss,)),
                        THIS: _start_gateway(Path(this_tmp), upstream_port, 1, POOL)}
             try:
-                cpu = {name: _cpu_s(process.pid) for name, (process, _) in started.items()}
-                rows, medians, one = _side_by_side(settings, delay_s, upstream_port, started, kind)
-                sent = 500 + (3 if settings.quick else 5) * (1000 if settings.quick else 3000) + 300
-                cpu = {name: (_cpu_s(process.pid) - cpu[name]) / sent for name, (process, _) in started.items()}
+                rows, medians, one, cpu = _side_by_side_cpu(settings, delay_s, upstream_port, started, kind)
             finally:
                 for process, _ in started.values():
                     _stop(process)
@@ -511,28 +513,49 @@ def _bunched(ends: list[float]) -> float:
 
 
 def _compare_senders(settings: Settings, delay_s: float, spread_s: float, upstream_port: int) -> None:
-    """Two gateways of one worker each, one sending through the pool and one through httpx."""
+    """Three gateways of one worker each, sending through the pool, aiohttp and httpx."""
     after = f"{delay_s * 1000:.0f} ± {spread_s * 1000:.0f} ms, uniformly" if spread_s else f"{delay_s * 1000:.0f} ms"
-    print_section(f"gateway's upstream sender: {POOL} vs {HTTPX}, one worker each, in the same rounds, against the "
-                  f"fake upstream replying after {after}, concurrency {CONCURRENCY}")
-    with tempfile.TemporaryDirectory() as pool_tmp, tempfile.TemporaryDirectory() as httpx_tmp:
-        started = {POOL: _start_gateway(Path(pool_tmp), upstream_port, 1, POOL),
-                   HTTPX: _start_gateway(Path(httpx_tmp), upstream_port, 1, HTTPX)}
+    senders = (POOL, AIOHTTP, HTTPX)
+    print_section(f"gateway's upstream sender: {' vs '.join(senders)}, one worker each, in the same rounds, against "
+                  f"the fake upstream replying after {after}, concurrency {CONCURRENCY}")
+    load_before = os.getloadavg()
+    with tempfile.TemporaryDirectory() as tmp:
+        started = {}
         try:
-            rows, medians, _ = _side_by_side(settings, delay_s, upstream_port, started)
+            for sender in senders:
+                (Path(tmp) / sender).mkdir()
+                started[sender] = _start_gateway(Path(tmp) / sender, upstream_port, 1, sender)
+            rows, medians, one, cpu = _side_by_side_cpu(settings, delay_s, upstream_port, started)
         finally:
             for process, _ in started.values():
                 _stop(process)
     print_table("added latency beyond direct calls, in ms",
-                ["round", "pool added p50", "pool added p99", "pool req/s", "httpx added p50", "httpx added p99",
-                 "httpx req/s"], rows)
-    (pool_median, pool_p99, pool_rate), (httpx_median, httpx_p99, httpx_rate) = medians[POOL], medians[HTTPX]
-    print(f"httpx against the pool: {_ms(httpx_median - pool_median)} ms more added median, "
-          f"{_ms(httpx_p99 - pool_p99)} ms more added p99, throughput {ratio_text(httpx_rate / pool_rate)} the pool's")
-    print(target_text(f"through httpx: added median <= {TARGET_MEDIAN_MS} ms", httpx_median * 1000 <= TARGET_MEDIAN_MS,
-                      f"{_ms(httpx_median)} ms"))
-    print(target_text(f"through httpx: added p99 <= {TARGET_P99_MS} ms", httpx_p99 * 1000 <= TARGET_P99_MS,
-                      f"{_ms(httpx_p99)} ms"))
+                ["round", *(f"{name} {what}" for name in senders for what in ("added p50", "added p99", "req/s"))], rows)
+    print_table("each sender against the pool (medians of rounds; CPU: the serving process's, over all its requests)",
+                ["sender", "added p50 ms", "added p99 ms", "req/s", "throughput vs pool", "one at a time ms",
+                 "CPU ms/request", "CPU vs pool"],
+                [[name, _ms(medians[name][0]), _ms(medians[name][1]), f"{medians[name][2]:.0f}",
+                  ratio_text(medians[name][2] / medians[POOL][2]), _ms(one[name]), _ms(cpu[name]),
+                  ratio_text(cpu[name] / cpu[POOL])] for name in senders])
+    print("load average (1, 5, 15 min) before: " + ", ".join(f"{v:.2f}" for v in load_before) +
+          "; after: " + ", ".join(f"{v:.2f}" for v in os.getloadavg()))
+    for name in (AIOHTTP, HTTPX):
+        print(target_text(f"through {name}: added median <= {TARGET_MEDIAN_MS} ms",
+                          medians[name][0] * 1000 <= TARGET_MEDIAN_MS, f"{_ms(medians[name][0])} ms"))
+        print(target_text(f"through {name}: added p99 <= {TARGET_P99_MS} ms",
+                          medians[name][1] * 1000 <= TARGET_P99_MS, f"{_ms(medians[name][1])} ms"))
+
+
+def _side_by_side_cpu(settings: Settings, delay_s: float, upstream_port: int,
+                      started: dict[str, tuple[subprocess.Popen, int]], kind: str = "plain"
+                      ) -> tuple[list[list[str]], dict, dict, dict]:
+    """:func:`_side_by_side`'s figures, and each gateway's CPU per request over every
+    request it served there (/proc/PID/stat), in seconds."""
+    before = {name: _cpu_s(process.pid) for name, (process, _) in started.items()}
+    rows, medians, one = _side_by_side(settings, delay_s, upstream_port, started, kind)
+    sent = 500 + (3 if settings.quick else 5) * (1000 if settings.quick else 3000) + 300
+    cpu = {name: (_cpu_s(process.pid) - before[name]) / sent for name, (process, _) in started.items()}
+    return rows, medians, one, cpu
 
 
 def run_postgres(settings: Settings) -> None:

@@ -454,10 +454,13 @@ def store_writer(where: str | Path) -> StoreWriter:
 
 def _use_fast_sender(providers) -> None:
     """Send model calls through the gateway's own connection pool when the serve extra is
-    installed, for the providers that need nothing only httpx does (no proxy, no client
-    certificate, ...): httpx costs the gateway more CPU per call (see transport.py)."""
+    installed, for the providers that need nothing only a general client does (no proxy, no
+    client certificate, ...), and through aiohttp for the others but those only httpx can
+    send (HTTP/2, a SOCKS proxy): httpx costs the gateway far more CPU per call (see
+    transport.py and aiosender.py)."""
     try:
+        from admiss.serve.aiosender import AiohttpSender
         from admiss.serve.transport import PooledSender
     except ImportError:
         return
-    providers.use_sender(PooledSender)
+    providers.use_sender(PooledSender, routed=AiohttpSender)

@@ -14,8 +14,9 @@ response parsing) stays the providers' own.
 What it does not do: redirects (a provider's endpoint does not move; the reply is
 returned as it is), proxies, client certificates, a ``ca_file``, a URL's user-info, HTTP/2,
 compressed replies (it asks for none and refuses one it did not ask for). A provider that
-needs any of those but the last goes through httpx instead (``Route.plain`` in
-admiss/providers.py decides); TLS here uses the same trust store as httpx does there. Kept
+needs any of those but the last goes through aiohttp instead (admiss/serve/aiosender.py),
+or httpx for HTTP/2 and proxies that are not http:// (``Route.plain`` and
+``Route.httpx_only`` in admiss/providers.py decide); TLS here uses the same trust store. Kept
 connections idle longer than the provider's ``idle_timeout_s`` are closed, not reused.
 
 Whether it still pays is measured against httpx in the gateway benchmark
@@ -46,6 +47,8 @@ _LENGTH = re.compile(r"[0-9]{1,18}")
 
 class PooledSender:
     """Posts over at most ``max_connections`` connections per sender, kept open between calls."""
+
+    described = "admiss's own pool"
 
     def __init__(self, config: ProviderConfig, route: Route | None = None, max_connections: int = 100,
                  ssl_context: ssl.SSLContext | None = None):

@@ -13,11 +13,11 @@ import time
 import pytest
 from gatekit import gate
 from raw_server import BigReplyServer, DripServer
+from senders import SENDERS, offer
 
 from admiss.config import Config, ProviderConfig
 from admiss.gates import judge
 from admiss.gates.base import ABSTAIN, Candidate, GateContext
-from admiss.serve.transport import PooledSender
 
 CANDIDATE = Candidate(output="42", model="local/maker", prompt="What is six times seven?")
 
@@ -32,8 +32,7 @@ def drip_server():
 def _judged(tmp_path, url: str, sender: str, **provider_options):
     provider = ProviderConfig("local", f"{url}/v1", **provider_options)
     ctx = GateContext(tmp_path, Config(providers={"local": provider}))
-    if sender == "pooled":  # the gateway's sender
-        ctx.providers.use_sender(PooledSender)
+    offer(ctx.providers, sender)
     check = judge.build(gate("judge", model="local/judge", rubric="Is it right?"), ctx)
 
     async def go():
@@ -46,7 +45,7 @@ def _judged(tmp_path, url: str, sender: str, **provider_options):
     return asyncio.run(go())
 
 
-@pytest.mark.parametrize("sender", ["httpx", "pooled"])
+@pytest.mark.parametrize("sender", SENDERS)
 def test_a_dripping_reply_is_cut_off_at_the_deadline_for_the_whole_call(tmp_path, drip_server, sender):
     timeout_s = 2.0
     started = time.monotonic()
@@ -60,7 +59,7 @@ def test_a_dripping_reply_is_cut_off_at_the_deadline_for_the_whole_call(tmp_path
 
 
 @pytest.mark.parametrize("says_length", [True, False])
-@pytest.mark.parametrize("sender", ["httpx", "pooled"])
+@pytest.mark.parametrize("sender", SENDERS)
 def test_a_reply_longer_than_the_cap_is_cut_off(tmp_path, sender, says_length):
     server = BigReplyServer(size=50 * 1024 * 1024, says_length=says_length).start()
     try:

@@ -8,10 +8,10 @@ import time
 
 import pytest
 from chat_server import Reply, completion
+from senders import SENDERS, offer
 
 from admiss.config import Config, Price, ProviderConfig
 from admiss.providers import Completion, HttpxSender, ProviderError, Providers, Usage, cost_usd, split_model
-from admiss.serve.transport import PooledSender
 
 HELLO = [{"role": "user", "content": "hello"}]
 
@@ -26,15 +26,13 @@ def call(providers: Providers, model: str = "local/some-model") -> Completion:
     return asyncio.run(go())
 
 
-@pytest.fixture(params=["httpx", "pooled"])
+@pytest.fixture(params=SENDERS)
 def providers_for(request):
-    """Every test here runs once per sender: httpx's (the default) and the pooled one (the gateway's)."""
+    """Every test here runs once per sender: httpx's (the default), the gateway's pool, aiohttp."""
 
     def make(url: str, environ: dict | None = None, **options) -> Providers:
-        providers = Providers({"local": ProviderConfig("local", url, **options)}, environ=environ or {})
-        if request.param == "pooled":
-            providers.use_sender(PooledSender)
-        return providers
+        return offer(Providers({"local": ProviderConfig("local", url, **options)}, environ=environ or {}),
+                     request.param)
 
     return make
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,7 @@ from tls_kit import ConnectProxy, H2Upstream, HangUpUpstream, make_pki, tls_upst
 
 from admiss.config import ProviderConfig
 from admiss.providers import Completion, ProviderError, Providers
+from admiss.serve.aiosender import AiohttpSender
 from admiss.serve.transport import PooledSender
 
 HELLO = [{"role": "user", "content": "hello"}]
@@ -59,12 +61,20 @@ def refusing_proxy():
     server.stop()
 
 
+@pytest.fixture(params=[False, True], ids=["httpx", "gateway-senders"])
+def fast(request) -> bool:
+    """Each test taking it runs once over httpx (check --live, judges) and once over the
+    gateway's senders: its own pool for routes that need nothing else, aiohttp for the rest."""
+    return request.param
+
+
 def call(config: ProviderConfig, environ: dict[str, str], fast: bool = False) -> Completion:
     """One call through ``config`` with ``environ`` as the whole environment; with ``fast``
-    the gateway's own pool is offered (it sends only for routes that need nothing else)."""
+    the gateway's senders are offered (the pool sends only for routes that need nothing else,
+    aiohttp for the others but HTTP/2 and a proxy that is not http://)."""
     providers = Providers({config.name: config}, environ=environ)
     if fast:
-        providers.use_sender(PooledSender)
+        providers.use_sender(PooledSender, routed=AiohttpSender)
 
     async def go() -> Completion:
         try:
@@ -79,7 +89,6 @@ def port_of(server: ChatServer) -> str:
     return server.url.split("//")[1].split("/")[0]
 
 
-@pytest.mark.parametrize("fast", [False, True], ids=["httpx", "gateway-senders"])
 def test_https_proxy_from_the_environment_carries_the_call(pki, upstream, proxy, fast):
     config = ProviderConfig("p", upstream.url, ca_file=pki.ca, max_retries=0)
     assert call(config, {"HTTPS_PROXY": proxy.url()}, fast).text == "through TLS"
@@ -87,62 +96,76 @@ def test_https_proxy_from_the_environment_carries_the_call(pki, upstream, proxy,
 
 
 @pytest.mark.parametrize("variable", ["https_proxy", "ALL_PROXY", "all_proxy"])
-def test_other_proxy_variables_are_honoured(pki, upstream, proxy, variable):
+def test_other_proxy_variables_are_honoured(pki, upstream, proxy, variable, fast):
     config = ProviderConfig("p", upstream.url, ca_file=pki.ca, max_retries=0)
-    call(config, {variable: proxy.url()})
+    call(config, {variable: proxy.url()}, fast)
     assert proxy.tunnels == [port_of(upstream)]
 
 
 @pytest.mark.parametrize("no_proxy", ["127.0.0.1", "*", "localhost, 127.0.0.1", "HOSTPORT"])
-def test_no_proxy_sends_straight_to_the_host(pki, upstream, proxy, no_proxy):
+def test_no_proxy_sends_straight_to_the_host(pki, upstream, proxy, no_proxy, fast):
     no_proxy = no_proxy.replace("HOSTPORT", port_of(upstream))
     config = ProviderConfig("p", upstream.url, ca_file=pki.ca, max_retries=0)
-    assert call(config, {"HTTPS_PROXY": proxy.url(), "NO_PROXY": no_proxy}).text == "through TLS"
+    assert call(config, {"HTTPS_PROXY": proxy.url(), "NO_PROXY": no_proxy}, fast).text == "through TLS"
     assert proxy.tunnels == []
 
 
-def test_an_http_proxy_variable_is_not_used_for_https(pki, upstream, proxy):
+def test_an_http_proxy_variable_is_not_used_for_https(pki, upstream, proxy, fast):
     config = ProviderConfig("p", upstream.url, ca_file=pki.ca, max_retries=0)
-    call(config, {"HTTP_PROXY": proxy.url()})
+    call(config, {"HTTP_PROXY": proxy.url()}, fast)
     assert proxy.tunnels == []
 
 
-def test_the_providers_own_proxy_wins_and_an_empty_one_means_none(pki, upstream, proxy, refusing_proxy):
+def test_the_providers_own_proxy_wins_and_an_empty_one_means_none(pki, upstream, proxy, refusing_proxy, fast):
     config = ProviderConfig("p", upstream.url, ca_file=pki.ca, max_retries=0, proxy=proxy.url())
-    call(config, {"HTTPS_PROXY": refusing_proxy.url()})
+    call(config, {"HTTPS_PROXY": refusing_proxy.url()}, fast)
     assert proxy.tunnels == [port_of(upstream)] and refusing_proxy.refused == 0
     direct = ProviderConfig("p", upstream.url, ca_file=pki.ca, max_retries=0, proxy="")
-    call(direct, {"HTTPS_PROXY": refusing_proxy.url()})
+    call(direct, {"HTTPS_PROXY": refusing_proxy.url()}, fast)
     assert refusing_proxy.refused == 0 and len(proxy.tunnels) == 1
 
 
-def test_proxy_credentials_are_sent_and_never_shown(pki, upstream):
+def test_proxy_credentials_are_sent_and_never_shown(pki, upstream, fast):
     guarded = ConnectProxy(credentials=f"me:{PROXY_SECRET}")
     try:
         config = ProviderConfig("p", upstream.url, ca_file=pki.ca, max_retries=0)
         environ = {"HTTPS_PROXY": guarded.url(f"me:{PROXY_SECRET}")}
-        call(config, environ)
+        call(config, environ, fast)
         assert guarded.tunnels == [port_of(upstream)]
         described = Providers({"p": config}, environ=environ).routes()["p"]
         assert guarded.url() in described and PROXY_SECRET not in described and "me:" not in described
         with pytest.raises(ProviderError) as refused:
-            call(config, {"HTTPS_PROXY": guarded.url()})  # no credentials: 407
+            call(config, {"HTTPS_PROXY": guarded.url()}, fast)  # no credentials: 407
         assert "407" in refused.value.reason and PROXY_SECRET not in refused.value.reason
     finally:
         guarded.stop()
 
 
-def test_a_refusing_proxy_is_a_clear_error(pki, upstream, refusing_proxy):
+def test_a_refusing_proxy_is_a_clear_error(pki, upstream, refusing_proxy, fast):
     config = ProviderConfig("p", upstream.url, ca_file=pki.ca, max_retries=1)
     reached = len(upstream.requests)
     with pytest.raises(ProviderError) as error:
-        call(config, {"HTTPS_PROXY": refusing_proxy.url()})
+        call(config, {"HTTPS_PROXY": refusing_proxy.url()}, fast)
     assert error.value.reason == (f"provider p: cannot connect to {upstream.url}/chat/completions: the proxy "
                                   f"{refusing_proxy.url()} refused: 403 Forbidden after 1 retries")
     assert refusing_proxy.refused == 2 and len(upstream.requests) == reached
 
 
-@pytest.mark.parametrize("fast", [False, True], ids=["httpx", "gateway-senders"])
+def test_a_proxy_that_is_not_listening_is_a_clear_error(pki, upstream, fast):
+    closed = socket.create_server(("127.0.0.1", 0))
+    dead = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    closed.close()
+    config = ProviderConfig("p", upstream.url, ca_file=pki.ca, max_retries=1)
+    with pytest.raises(ProviderError) as error:
+        call(config, {"HTTPS_PROXY": dead}, fast)
+    reason = error.value.reason
+    # Not connected is safe to send again: retried, then told.
+    assert reason.startswith(f"provider p: cannot connect to {upstream.url}/chat/completions: ")
+    assert reason.endswith("after 1 retries") and "Traceback" not in reason
+    if fast:  # aiohttp names the proxy it could not reach
+        assert f"cannot connect to the proxy {dead}: " in reason
+
+
 def test_the_wrong_ca_is_a_clear_error(pki, upstream, fast):
     config = ProviderConfig("p", upstream.url, ca_file=pki.other_ca, max_retries=0)
     with pytest.raises(ProviderError) as error:
@@ -152,7 +175,6 @@ def test_the_wrong_ca_is_a_clear_error(pki, upstream, fast):
                              f"certificate is not signed by a CA admiss trusts (ca_file {pki.other_ca}): set ca_file")
 
 
-@pytest.mark.parametrize("fast", [False, True], ids=["httpx", "gateway-senders"])
 def test_no_ca_file_trusts_the_os_store_in_both_senders(upstream, fast):
     # The test CA is in no store: both senders refuse the server alike (one trust store).
     config = ProviderConfig("p", upstream.url, max_retries=0)
@@ -160,13 +182,15 @@ def test_no_ca_file_trusts_the_os_store_in_both_senders(upstream, fast):
         call(config, {}, fast)
 
 
-def test_ssl_cert_file_is_the_trust_store_when_set(pki, upstream):
+def test_ssl_cert_file_is_the_trust_store_when_set(pki, upstream, proxy):
     config = ProviderConfig("p", upstream.url, max_retries=0)
     assert call(config, {"SSL_CERT_FILE": str(pki.ca)}).text == "through TLS"
     assert call(config, {"SSL_CERT_FILE": str(pki.ca)}, fast=True).text == "through TLS"
+    # With a proxy the route is not plain: the gateway's aiohttp sender trusts the same store.
+    assert call(config, {"SSL_CERT_FILE": str(pki.ca), "HTTPS_PROXY": proxy.url()}, fast=True).text == "through TLS"
+    assert proxy.tunnels == [port_of(upstream)]
 
 
-@pytest.mark.parametrize("fast", [False, True], ids=["httpx", "gateway-senders"])
 def test_a_client_certificate_is_presented(pki, mtls_upstream, proxy, fast):
     config = ProviderConfig("p", mtls_upstream.url, ca_file=pki.ca, client_cert=pki.client_cert,
                             client_key=pki.client_key, max_retries=0)
@@ -175,16 +199,15 @@ def test_a_client_certificate_is_presented(pki, mtls_upstream, proxy, fast):
     assert proxy.tunnels == [port_of(mtls_upstream)]
 
 
-def test_a_missing_client_certificate_is_a_clear_error(pki, mtls_upstream):
+def test_a_missing_client_certificate_is_a_clear_error(pki, mtls_upstream, fast):
     config = ProviderConfig("p", mtls_upstream.url, ca_file=pki.ca, max_retries=0)
     with pytest.raises(ProviderError) as error:
-        call(config, {})
+        call(config, {}, fast)
     assert "client certificate" in error.value.reason and "client_cert" in error.value.reason
     assert error.value.reason.startswith("provider p: ")
 
 
 @pytest.mark.parametrize("reset", [True, False], ids=["reset", "closed"])
-@pytest.mark.parametrize("fast", [False, True], ids=["httpx", "gateway-senders"])
 def test_a_tls_server_hanging_up_unanswered_suggests_a_client_certificate(pki, reset, fast):
     # Under load the alert of a server that wanted a certificate is lost to a reset or a close.
     server = HangUpUpstream(pki, reset=reset)
@@ -196,13 +219,12 @@ def test_a_tls_server_hanging_up_unanswered_suggests_a_client_certificate(pki, r
     assert "without a reply (if it wants a client certificate, set client_cert)" in error.value.reason
 
 
-def test_an_unloadable_client_certificate_is_a_clear_error(pki, mtls_upstream):
+def test_an_unloadable_client_certificate_is_a_clear_error(pki, mtls_upstream, fast):
     config = ProviderConfig("p", mtls_upstream.url, ca_file=pki.ca, client_cert=pki.ca, max_retries=0)
     with pytest.raises(ProviderError, match=f"provider p: client_cert {pki.ca} cannot be loaded"):
-        call(config, {})
+        call(config, {}, fast)
 
 
-@pytest.mark.parametrize("fast", [False, True], ids=["httpx", "gateway-senders"])
 def test_user_info_in_the_url_is_basic_auth_never_a_header(fast):
     server = ChatServer().start()
     try:
@@ -232,12 +254,12 @@ def test_http2_is_spoken_where_the_server_offers_it(pki, proxy):
         server.stop()
 
 
-def test_with_a_key_too_the_key_is_sent_and_the_user_info_is_not():
+def test_with_a_key_too_the_key_is_sent_and_the_user_info_is_not(fast):
     server = ChatServer().start()
     try:
         host = server.url.split("//")[1]
         config = ProviderConfig("p", f"http://alice:secret@{host}", api_key_env="P_KEY", max_retries=0)
-        call(config, {"P_KEY": "sk-key"})
+        call(config, {"P_KEY": "sk-key"}, fast)
         [request] = server.requests
         assert request.headers["authorization"] == "Bearer sk-key"
         assert "secret" not in json.dumps(request.headers) and "alice" not in json.dumps(request.headers)
@@ -247,13 +269,18 @@ def test_with_a_key_too_the_key_is_sent_and_the_user_info_is_not():
 
 def test_the_route_in_words_says_proxy_trust_and_sender(pki, upstream, proxy):
     providers = Providers({"tls": ProviderConfig("tls", upstream.url, ca_file=pki.ca),
-                           "plain": ProviderConfig("plain", "http://127.0.0.1:9/v1")},
+                           "plain": ProviderConfig("plain", "http://127.0.0.1:9/v1"),
+                           "h2": ProviderConfig("h2", upstream.url, ca_file=pki.ca, http2=True),
+                           "socks": ProviderConfig("socks", upstream.url, proxy="socks5://127.0.0.1:9")},
                           environ={"HTTPS_PROXY": proxy.url()})
-    providers.use_sender(PooledSender)
+    assert providers.routes()["tls"].endswith("sent by httpx")  # no senders offered: httpx for all
+    providers.use_sender(PooledSender, routed=AiohttpSender)
     routes = providers.routes()
-    assert routes["tls"] == f"proxy {proxy.url()} (HTTPS_PROXY), TLS trusting ca_file {pki.ca}, sent by httpx"
+    assert routes["tls"] == f"proxy {proxy.url()} (HTTPS_PROXY), TLS trusting ca_file {pki.ca}, sent by aiohttp"
     assert routes["plain"].startswith("no proxy (no proxy variable set), TLS trusting ")
     assert routes["plain"].endswith("sent by admiss's own pool")
+    # What aiohttp cannot do stays with httpx: HTTP/2, a SOCKS proxy.
+    assert routes["h2"].endswith("sent by httpx") and routes["socks"].endswith("sent by httpx")
 
 
 # ---------------------------------------------------------------- admiss check --live

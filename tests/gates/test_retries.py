@@ -14,10 +14,10 @@ from datetime import datetime, timedelta, timezone
 import pytest
 import stamina
 from chat_server import ChatServer, Recorded, Reply, completion
+from senders import SENDERS, offer
 
 from admiss.config import ProviderConfig
 from admiss.providers import ProviderError, Providers, retry_after_s
-from admiss.serve.transport import PooledSender
 
 CALLS = 50
 
@@ -38,10 +38,7 @@ class Arrivals:
 
 
 def _providers(url: str, sender: str, **options) -> Providers:
-    providers = Providers({"local": ProviderConfig("local", url, **options)}, environ={})
-    if sender == "pooled":
-        providers.use_sender(PooledSender)
-    return providers
+    return offer(Providers({"local": ProviderConfig("local", url, **options)}, environ={}), sender)
 
 
 def _many(providers: Providers, count: int) -> tuple[list[object], list[float]]:
@@ -65,7 +62,7 @@ def _many(providers: Providers, count: int) -> tuple[list[object], list[float]]:
     return [r for r, _ in done], [d for _, d in done]
 
 
-@pytest.fixture(params=["httpx", "pooled"])
+@pytest.fixture(params=SENDERS)
 def sender(request) -> str:
     return request.param
 

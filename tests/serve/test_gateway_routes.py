@@ -99,7 +99,7 @@ def test_unreachable_upstreams_are_exhausted_with_the_reason_on_the_receipt(sett
 def test_the_start_up_log_names_each_providers_proxy_and_ca_without_secrets(setting):
     gateway, pki, _, _, proxy, refusing = setting
     log = gateway.log.read_text()
-    assert f"provider good: proxy {proxy.url()} (HTTPS_PROXY), TLS trusting ca_file {pki.ca}, sent by httpx" in log
+    assert f"provider good: proxy {proxy.url()} (HTTPS_PROXY), TLS trusting ca_file {pki.ca}, sent by aiohttp" in log
     assert f"provider refused: proxy {refusing.url()} (proxy in admiss.toml)" in log
     assert f"provider wrongca: proxy {proxy.url()} (HTTPS_PROXY), TLS trusting ca_file {pki.other_ca}" in log
     assert PROXY_SECRET not in log and "Traceback" not in log

@@ -14,10 +14,10 @@ Telemetry is on when the standard ``OTEL_*`` variables ask for it (an OTLP endpo
 table; ``OTEL_SDK_DISABLED=true`` turns it off. Off, opentelemetry is never imported.
 Over OTLP, records are encoded here (otlp_wire.py) and sent by an exporter process that
 runs this module (exporter_main) with the SDK's configuration and HTTP client: admiss
-check's events are encoded in the checking process and handed over in frames of a batch
-(the process is started first thing, launch.py); the gateway hands over each request as
-JSON and its spans and events are made in the exporter process, off the serving core. The
-console exporters go through the SDK in process.
+check hands over each report's facts (_ReportFacts; the process is started first thing,
+launch.py) and the gateway each request as JSON, and their events and spans are made in
+the exporter process, off the checking or serving core. The console exporters go through
+the SDK in process.
 docs/integrations/otel.md has the details.
 """
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -251,3 +252,73 @@ def test_sdk_disabled_starts_no_exporter_even_with_a_table():
 
     otel.start_exporter(True, plain_env(OTEL_SDK_DISABLED="true"))
     assert not otel._STARTED
+
+
+VARIED_RUBRIC = RUBRIC.replace("CHAIN answer", """PROPERTY stated_output "Output is stated" {
+  ADMIT final_answer
+  DEFAULT yes
+}
+PROPERTY tools "A tool was called soundly" {
+  ADMIT procedurally_sound_tool_call
+  DEFAULT yes
+}
+CHAIN answer""").replace("    GATE json_valid\n", "    GATE json_valid\n    GATE consistency K 3 ON ABSTAIN fail_closed\n")
+
+
+def _console_events(stderr: str) -> list[dict]:
+    """The log records the SDK's console exporter printed (JSON objects, each from a line
+    "{" on), among the run's error messages."""
+    decoder, out, end = json.JSONDecoder(), [], 0
+    for line in re.finditer(r"^\{$", stderr, re.MULTILINE):
+        if line.start() < end:
+            continue  # inside the record before
+        record, end = decoder.raw_decode(stderr, line.start())
+        out.append({"attributes": record["attributes"], "trace_id": int(record["trace_id"], 16),
+                    "span_id": int(record["span_id"], 16), "event_name": record["event_name"]})
+    return out
+
+
+def _both_ways(folder: Path, receiver, *args: str) -> tuple[list[dict], list[dict]]:
+    """The events of ``admiss check *args`` as they arrive over OTLP (made by the exporter
+    process from the checking process's facts), and as the SDK makes them in the checking
+    process itself (the console exporter's way)."""
+    console = check(folder, *args, env=plain_env(OTEL_LOGS_EXPORTER="console"))
+    receiver.clear()
+    sent = check(folder, *args, env=plain_env(OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url))
+    assert sent.returncode == console.returncode, sent.stderr
+    expected = _console_events(console.stderr)
+    assert receiver.wait_for(lambda r: len(events(r)) >= len(expected))
+    got = [{"attributes": attributes_of(r), "trace_id": int.from_bytes(r.trace_id, "big"),
+            "span_id": int.from_bytes(r.span_id, "big"), "event_name": r.event_name} for r in events(receiver)]
+    for event in got + expected:  # each run times its own gates
+        assert event["attributes"].pop("admiss.gate.duration_ms", 0.0) >= 0.0
+    return got, expected
+
+
+def test_a_varied_batchs_events_are_those_the_sdk_makes_in_process(tmp_path, receiver):
+    # The same, record for record, over a batch with exclusions of every reason, a DEFAULT
+    # yes, gates that pass, fail and abstain, a line that is no bundle (an error: no
+    # events), bundles of two rubrics (one without a chain: the common shape), and an
+    # OTel trace whose events name its spans.
+    (tmp_path / "varied.rubric").write_text(VARIED_RUBRIC)
+    (tmp_path / "plain.rubric").write_text(VARIED_RUBRIC.split("CHAIN")[0])
+    evidence = BUNDLE["evidence"]
+    lines = [{**BUNDLE, "evidence": evidence[n:]} for n in range(len(evidence))] + [BUNDLE, BUNDLE]
+    lines[4] = {**BUNDLE, "candidates": [{**BUNDLE["candidates"][0], "output": '{"operator": "Acme"}'}]}
+    lines[5] = {**BUNDLE, "candidates": [{**BUNDLE["candidates"][0], "output": ""}]}
+    lines.append({"evidence": [{"kind": "final_answer", "detail": "Done.", "source_label": "answer"}]})
+    lines = [{**line, "rubric": "varied.rubric"} for line in lines] + [{**line, "rubric": "plain.rubric"}
+                                                                       for line in lines]
+    batch = tmp_path / "batch.jsonl"
+    batch.write_text("".join(json.dumps(line) + "\n" for line in lines[:3]) + "{not json\n"
+                     + "".join(json.dumps(line) + "\n" for line in lines[3:]))
+    got, expected = _both_ways(tmp_path, receiver, "--offline", "--format", "json", str(batch))
+    assert got == expected
+    labels = {e["attributes"]["gen_ai.evaluation.score.label"] for e in got}
+    assert {"yes", "no", "pass", "fail", "abstain"} <= labels
+    assert {e["attributes"]["admiss.bundle"] for e in got} == {f"{batch}:{n}" for n in range(1, 16) if n != 4}
+    assert {e["attributes"]["admiss.rubric"] for e in got} == {"ops"}
+    got, expected = _both_ways(tmp_path, receiver, "--rubric", str(tmp_path / "plain.rubric"), "--format", "json",
+                               str(batch), str(PYDANTIC_AI_TRACE))
+    assert got == expected
+    assert any(e["span_id"] for e in got) and not all(e["span_id"] for e in got)

@@ -4,7 +4,10 @@ the real opentelemetry-proto classes, and the messages compared whole."""
 
 from __future__ import annotations
 
+import json
+import marshal
 import random
+from pathlib import Path
 
 from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -154,36 +157,108 @@ class _Kept:
     """The exporter's queue, keeping what a check's reports put in it."""
 
     def __init__(self):
-        self.records: list[bytes] = []
+        self.puts: list[tuple[bytes, int, list]] = []
 
-    def put(self, kind: bytes, count: int, records: bytes) -> None:
-        assert kind == b"L"
+    def put(self, kind: bytes, count: int, facts: list) -> None:
+        self.puts.append((kind, count, facts))
+
+
+class _Batch:
+    """The exporter process's batch of log records, keeping what it is given."""
+
+    def __init__(self):
+        self.records: list[bytes] = []
+        self.count = 0
+
+    def add(self, count: int, records: bytes) -> None:
         self.records.append(records)
+        self.count += count
+
+
+def _through_the_exporter(reports) -> tuple[bytes, int]:
+    """The records the exporter process makes of ``reports``' facts (admiss check's way over
+    OTLP), and the count of events the checking process said they were."""
+    kept = _Kept()
+    facts = otel._ReportFacts(kept)
+    for report in reports:
+        facts.add(report)
+    facts.sent()
+    batch = _Batch()
+    made = otel._Reports({b"L": batch})
+    for kind, count, held in kept.puts:
+        assert kind == b"C"
+        made.add(count, marshal.dumps(held))  # as the writer thread frames them
+    assert batch.count == sum(count for _, count, _ in kept.puts)
+    return b"".join(batch.records), batch.count
+
+
+def _reports():
+    """Reports of a varied batch, as admiss check makes them: exclusions of every reason, a
+    DEFAULT yes, a chain whose gates pass, fail and abstain, an OTel trace whose events name
+    its spans, and a second rubric."""
+    ops = admiss.compile_source(REPORT_RUBRIC, name="ops")
+    chained = admiss.compile_source(REPORT_RUBRIC + CHAIN, name="chained")
+    traced = admiss.compile_source("PROPERTY tools { ADMIT procedurally_sound_tool_call }\n", name="tools")
+    reports = [ops.check(bundle, f"bundle-{n}") for n, bundle in enumerate(REPORT_BUNDLES)]
+    reports += [chained.check({**bundle, "candidates": [candidate]}, f"chained-{n}")
+                for n, (bundle, candidate) in enumerate(zip(REPORT_BUNDLES, CANDIDATES))]
+    reports.append(traced.check(json.loads(PYDANTIC_AI_TRACE.read_text()), "trace"))
+    return reports
 
 
 def test_a_checked_reports_events_decode_as_the_sdks_do():
-    # Reports of several bundles, as admiss check makes them, through both ways of sending events.
-    rubric = admiss.compile_source(REPORT_RUBRIC, name="ops")
-    reports = [rubric.check(bundle, f"bundle-{n}") for n, bundle in enumerate(REPORT_BUNDLES)]
-    exporter, kept = InMemoryLogRecordExporter(), _Kept()
+    # The events the SDK makes in process from the reports (the console's way), against
+    # those the exporter process makes from the facts the checking process hands it.
+    reports = _reports()
+    exporter = InMemoryLogRecordExporter()
     provider = LoggerProvider(resource=RESOURCE)
     provider.add_log_record_processor(SimpleLogRecordProcessor(exporter))
     sdk = otel.Telemetry.__new__(otel.Telemetry)
-    sdk._events = otel._SdkEvents(provider)
-    wire = otel.Telemetry.__new__(otel.Telemetry)
-    wire._events = otel._WireEvents(kept)
-    for report in reports + reports:  # the second time from the kept encodings
+    sdk._events, sdk._facts = otel._SdkEvents(provider), None
+    for report in reports + reports:
         sdk.report(report)
-        wire.report(report)
+    made, count = _through_the_exporter(reports + reports)  # the second time from the kept encodings
     expected = ExportLogsServiceRequest.FromString(encode_logs(exporter.get_finished_logs()).SerializeToString())
     got = ExportLogsServiceRequest.FromString(otlp_wire.export_request(
-        otlp_wire.resource_message(RESOURCE.attributes), otlp_wire.scope_message("admiss", __version__),
-        b"".join(kept.records)))
+        otlp_wire.resource_message(RESOURCE.attributes), otlp_wire.scope_message("admiss", __version__), made))
     records = [got.resource_logs[0].scope_logs[0].log_records, expected.resource_logs[0].scope_logs[0].log_records]
     for record in (r for kind in records for r in kind):  # times: each way stamps its own
         record.time_unix_nano = record.observed_time_unix_nano = 0
     assert got == expected
-    assert len(records[0]) == 2 * sum(len(r.properties) for r in reports) > 0
+    assert count == len(records[0]) == 2 * sum(len(r.properties) + _gates(r) for r in reports)
+    # The batch is as varied as it says.
+    said = [{kv.key: kv.value for kv in record.attributes} for record in records[0]]
+    labels = {a["gen_ai.evaluation.score.label"].string_value for a in said}
+    assert {"yes", "no", "pass", "fail", "abstain"} <= labels
+    for reason in ("forbidden", "inadmissible", "shortcut_rejected"):
+        assert any(a["admiss.excluded." + reason].int_value for a in said if "admiss.excluded." + reason in a)
+    assert any(a["admiss.default_verdict"].string_value == "yes" for a in said if "admiss.default_verdict" in a)
+    assert any(record.span_id for record in records[0]) and not all(record.span_id for record in records[0])
+
+
+def _gates(report) -> int:
+    return sum(len(rung.gates) for rung in report.chain.rungs) if report.chain is not None else 0
+
+
+def test_a_reports_exclusion_counts_survive_their_packing(monkeypatch):
+    # Each property's three counts share one number, so many bits a count (4 here, to
+    # reach the edge with small bundles): counts up to the limit stay apart, and a
+    # bundle with more items than a count can hold is told in full.
+    monkeypatch.setattr(otel, "_BITS", 4)
+    monkeypatch.setattr(otel, "_MASK", 15)
+    rubric = admiss.compile_source(REPORT_RUBRIC, name="ops")
+    forbidden = {"kind": "summary", "detail": "s", "source_label": "recap"}
+    shortcut = {"kind": "verified_external_source", "detail": "n", "source_label": "news article"}
+    other = {"kind": "other", "detail": "o", "source_label": "o"}
+    bundles = [[forbidden] * 12 + [shortcut] * 2 + [other], [forbidden] * 30 + [shortcut] * 17 + [other] * 2]
+    made, _ = _through_the_exporter([rubric.check({"evidence": items}, "big") for items in bundles])
+    got = ExportLogsServiceRequest.FromString(otlp_wire.export_request(b"", b"", made))
+    counts = []
+    for record in got.resource_logs[0].scope_logs[0].log_records:
+        said = {kv.key: kv.value.int_value for kv in record.attributes}
+        if record.attributes[0].value.string_value == "named_operator":
+            counts.append(tuple(said["admiss.excluded." + r] for r in ("forbidden", "shortcut_rejected", "inadmissible")))
+    assert counts == [(12, 2, 1), (30, 17, 2)]
 
 
 REPORT_RUBRIC = """RUBRIC ops "Operator claims"
@@ -204,4 +279,17 @@ REPORT_BUNDLES = [
                   {"kind": "verified_external_source", "detail": "A story.", "source_label": "news article"},
                   {"kind": "reasoning_trace", "detail": "I think so.", "source_label": "thoughts"}]},
     {"evidence": []},
+    {"evidence": [{"kind": "final_answer", "detail": "Done.", "source_label": "answer"},
+                  {"kind": "verified_external_source", "detail": "A story.", "source_label": "news article"}]},
 ]
+CHAIN = """CHAIN answer {
+  RUNG draft MODEL "openai/gpt-5-mini" {
+    GATE non_empty ON ABSTAIN fail_closed
+    GATE json_valid
+    GATE consistency K 3 ON ABSTAIN fail_closed
+  }
+}
+"""
+CANDIDATES = [{"rung": "draft", "model": "openai/gpt-5-mini", "output": output, "cost_usd": 0.0004}
+              for output in ('{"operator": "Acme"}', "not json", "", "{}")]
+PYDANTIC_AI_TRACE = Path(__file__).parent.parent / "traces" / "fixtures" / "otel_pydantic_ai.json"  # by pydantic-ai

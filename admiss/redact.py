@@ -76,6 +76,13 @@ def holds_secret(text: str, secrets: Iterable[str]) -> bool:
 def redacted_tree(value: Any, secrets: Iterable[str] = ()) -> Any:
     """``value`` (JSON-like: dicts, lists, strings, numbers) with every string redacted;
     ``value`` itself when nothing in it needs redacting."""
+    return redacted_and_text(value, secrets)[0]
+
+
+def redacted_and_text(value: Any, secrets: Iterable[str] = ()) -> tuple[Any, str | None]:
+    """:func:`redacted_tree`'s value, and its compact JSON text (jsonio.dumps_line's) when
+    that is ``value`` itself as the look found it, else None: a caller that writes the value
+    out takes the text rather than encoding it again (the receipt's row, receipts/store.py)."""
     secrets = tuple(secrets)
     # One look at the whole as JSON text first: most receipts hold nothing to mask, and
     # walking every string of one costs several times this look. JSON escapes only add backslashes, so a URL's user-info still shows in the text;
@@ -83,8 +90,8 @@ def redacted_tree(value: Any, secrets: Iterable[str] = ()) -> Any:
     if all(_json_safe(s) for s in secrets):
         text = dumps_line(value).decode("utf-8")
         if not holds_secret(text, secrets) and not _has_user_info(text):
-            return value
-    return _walked(value, secrets)
+            return value, text
+    return _walked(value, secrets), None
 
 
 def _json_safe(secret: str) -> bool:

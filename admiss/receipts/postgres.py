@@ -368,11 +368,11 @@ class PostgresWriter:
     async def put(self, receipt: dict[str, Any]) -> None:
         await self.queue(receipt)
 
-    def queue(self, receipt: dict[str, Any]) -> asyncio.Future:
+    def queue(self, receipt: dict[str, Any], body: str | None = None) -> asyncio.Future:
         loop = asyncio.get_running_loop()
         self._loop = loop
         done = loop.create_future()
-        self._pending.append((receipt_row(receipt), done))
+        self._pending.append((receipt_row(receipt, body), done))
         if self._committer is None:
             self._committer = loop.create_task(self._commit_all())
         return done

@@ -225,14 +225,14 @@ class SQLiteWriter:
     async def put(self, receipt: dict[str, Any]) -> None:
         await self.queue(receipt)
 
-    def queue(self, receipt: dict[str, Any]) -> asyncio.Future:
+    def queue(self, receipt: dict[str, Any], body: str | None = None) -> asyncio.Future:
         """Queue ``receipt`` for the next commit; the returned future is settled by it
-        (StoreError when it failed). Call from the event loop."""
+        (StoreError when it failed). Call from the event loop. ``body``: its JSON text (receipt_row)."""
         loop = asyncio.get_running_loop()
         done = loop.create_future()
         if not self._pending:
             loop.call_soon(self._commit)
-        self._pending.append((receipt_row(receipt), done))
+        self._pending.append((receipt_row(receipt, body), done))
         return done
 
     def _commit(self) -> None:

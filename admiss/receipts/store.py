@@ -74,8 +74,9 @@ def _call_keys(receipt: dict[str, Any]) -> tuple[str, ...]:
     return tuple(call_key(c["id"], c["function"]["name"], c["function"]["arguments"]) for c in calls)
 
 
-def receipt_row(receipt: dict[str, Any]) -> tuple:
-    """The row of ``receipt``: the eight receipt columns, then the keys of its tool calls."""
+def receipt_row(receipt: dict[str, Any], body: str | None = None) -> tuple:
+    """The row of ``receipt``: the eight receipt columns, then the keys of its tool calls.
+    ``body``: the receipt's compact JSON text (jsonio.dumps_line's), when the caller has it."""
     chain = receipt["chain"]
     return (
         receipt["id"],
@@ -85,7 +86,7 @@ def receipt_row(receipt: dict[str, Any]) -> tuple:
         "served" if chain["served"] is not None else "exhausted",
         float(chain["model_cost_usd"]),
         float(chain["gate_cost_usd"]),
-        dumps_line(receipt).decode("utf-8"),
+        dumps_line(receipt).decode("utf-8") if body is None else body,
         _call_keys(receipt),
     )
 
@@ -164,9 +165,10 @@ class StoreWriter(Protocol):
 
     store: ReceiptStore
 
-    def queue(self, receipt: dict[str, Any]) -> asyncio.Future:
+    def queue(self, receipt: dict[str, Any], body: str | None = None) -> asyncio.Future:
         """Queue ``receipt`` for the next commit; the returned future is settled by it
-        (StoreError when it failed). Call from the event loop."""
+        (StoreError when it failed). Call from the event loop. ``body``: the receipt's
+        compact JSON text, when the caller has it (receipt_row)."""
 
     async def put(self, receipt: dict[str, Any]) -> None:
         """Store ``receipt``; return once it is committed."""

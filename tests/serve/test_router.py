@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import admiss
+from admiss import jsonio
 from admiss.errors import InputError
 from admiss.receipts import StoreBusy, StoreError, open_store, parse_since
 from admiss.receipts.sqlite import SQLiteWriter as StoreWriter, _Checkpointer
@@ -336,3 +337,26 @@ def test_a_provider_that_refuses_connections_escalates_with_the_reason(folder, u
     [error] = served.receipt["model_errors"]
     assert error["rung"] == "cheap" and "cannot connect" in error["error"]
     assert upstream_calls(upstream, marker) == ["strong"]
+
+
+@pytest.mark.parametrize("key", [None, 'sk-"quoted"-0123456789'])
+def test_the_stored_body_is_the_served_receipt_as_json_text(folder, upstream, monkeypatch, key):
+    """The row's body is the receipt as served, byte for byte: the redaction's JSON text when
+    its look found nothing to mask (the router hands it to the store rather than encoding
+    the receipt twice), the receipt's own encoding when the redaction walked it (a key JSON
+    escapes is looked for by the walk)."""
+    if key is not None:
+        monkeypatch.setenv("ROUTER_TEST_KEY", key)
+        toml = (folder / "admiss.toml").read_text().replace('base_url = ', 'api_key_env = "ROUTER_TEST_KEY"\nbase_url = ')
+        (folder / "admiss.toml").write_text(toml)
+    router = admiss.Router(folder / "r.rubric", config=folder / "admiss.toml", store=folder / "rc.db")
+    try:
+        receipts = []
+        for script in ({"cheap": GOOD}, {"cheap": "not json", "strong": "strong answer"}):
+            served = router.complete_sync([{"role": "user", "content": prompt(script)[1]}])
+            receipts.append(jsonio.dumps_line(served.receipt).decode())
+    finally:
+        router.close()
+    with sqlite3.connect(folder / "rc.db") as db:
+        bodies = [body for (body,) in db.execute("SELECT body FROM receipts ORDER BY rowid")]
+    assert bodies == receipts

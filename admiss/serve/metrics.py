@@ -107,13 +107,19 @@ class GatewayMetrics:
         child(self.requests, name, "served" if chain["served"] is not None else "exhausted").inc()
         if chain["served"] is not None:
             child(self.serves, name, chain["served"]).inc()
+        # A cost counter's child is made (so its series shows at 0) but a zero not added:
+        # most gates and many rungs cost nothing, and each addition takes the counter's lock.
         for rung in chain["rungs"]:
-            child(self.model_cost, name, rung["rung"]).inc(rung["cost_usd"])
+            model_cost = child(self.model_cost, name, rung["rung"])
+            if rung["cost_usd"]:
+                model_cost.inc(rung["cost_usd"])
             for gate in rung["gates"]:
                 child(self.verdicts, name, rung["rung"], gate["gate"], gate["verdict"]).inc()
                 if gate["verdict"] != "skipped":
                     child(self.gate_latency, name, gate["gate"]).observe(gate["duration_ms"] / 1000)
-                child(self.gate_cost, name, gate["gate"]).inc(gate["gate_cost_usd"])
+                gate_cost = child(self.gate_cost, name, gate["gate"])
+                if gate["gate_cost_usd"]:
+                    gate_cost.inc(gate["gate_cost_usd"])
         for rung, ms in receipt["latency_ms"].items():
             child(self.rung_latency, name, rung).observe(ms / 1000)
         self._gate_health(name)

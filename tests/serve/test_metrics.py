@@ -33,6 +33,9 @@ def test_metrics_count_verdicts_serves_costs_and_latencies(gateway):
     # The judge's 120 tokens at $5 per million are gate spend; both rungs' calls are model spend.
     assert _delta(before, after, 'admiss_gate_cost_usd_total{chain="judged",gate="judge"}') == pytest.approx(600e-6)
     assert _delta(before, after, 'admiss_model_cost_usd_total{chain="judged",rung="strong"}') == pytest.approx(1400e-6)
+    # A gate that costs nothing still has its cost series, at 0 (the counter's child is made
+    # though a zero is never added to it).
+    assert after['admiss_gate_cost_usd_total{chain="tested",gate="subprocess"}'] == 0
     assert _delta(before, after, 'admiss_gate_latency_seconds_count{chain="judged",gate="judge"}') == 1
     assert _delta(before, after, 'admiss_rung_latency_seconds_count{chain="tested",rung="strong"}') == 1
     assert after['admiss_gate_error_rate{chain="tested",gate="subprocess",position="0",rung="cheap"}'] > 0

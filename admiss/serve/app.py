@@ -415,14 +415,7 @@ class _BoundedHttp(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._stop_waiting()
-        before = self.cycle
         super().on_headers_complete()
-        cycle = self.cycle
-        if cycle is not None and cycle is not before:  # a new request's cycle (not an upgrade's early return)
-            held = _HeadWithBody(cycle.transport)
-            cycle.transport = held
-            answered = cycle.on_response
-            cycle.on_response = lambda: (held.flush(), answered())
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_waiting()
@@ -436,43 +429,6 @@ class _BoundedHttp(HttpToolsProtocol):
         if self._headers_due is not None:
             self._headers_due.cancel()
             self._headers_due = None
-
-
-class _HeadWithBody:
-    """A request cycle's transport that holds the response's status line and headers until
-    its first body write, so that both go out in one write: uvicorn writes them apart, which
-    cost every answer a second send (a system call and a TCP segment, strace on the
-    gateway under benchmarks/bench_gateway.py's load: 3 writes a request, now 2). What is held
-    goes out with the first body bytes, when the response completes (a HEAD answer has no
-    body), or before the connection closes. Anything else (uvicorn's "100 Continue", bytes
-    after the head) is written at once."""
-
-    def __init__(self, transport: asyncio.Transport):
-        self._transport = transport
-        self._head: bytes | None = None
-        self._started = False
-
-    def write(self, data: bytes) -> None:
-        if not self._started and data.startswith(b"HTTP/1.1 ") and not data.startswith(b"HTTP/1.1 100 "):
-            self._started = True
-            self._head = data
-            return
-        if self._head is not None:
-            data, self._head = self._head + data, None
-        self._transport.write(data)
-
-    def flush(self) -> None:
-        """Write what is held, if anything."""
-        if self._head is not None:
-            head, self._head = self._head, None
-            self._transport.write(head)
-
-    def close(self) -> None:
-        self.flush()
-        self._transport.close()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._transport, name)
 
 
 def _telemetry(config: Config):

@@ -1,4 +1,5 @@
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,16 @@ def _interpreter_on_path():
     """Rubrics here name `python` in CMD, and compiling checks the program is on PATH (E120):
     the interpreter running the tests comes first on PATH, as in an activated virtualenv."""
     os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _sigint_as_from_a_terminal():
+    """A shell starts a background job with SIGINT ignored, and a process started with it
+    ignored keeps ignoring it (as admiss does, rightly): the tests that send SIGINT to the
+    processes they start would then wait for an exit that never comes. Those processes
+    inherit SIGINT's disposition from this one, so it gets Python's usual handler back."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 class Ran:

@@ -11,7 +11,6 @@ subprocess gates killed.
 from __future__ import annotations
 
 import asyncio
-import gc
 import hmac
 import json
 import logging
@@ -31,6 +30,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from admiss import jsonio
+from admiss.collector import freeze_for_serving
 from admiss.config import DEFAULT_HEADER_TIMEOUT_S, DEFAULT_MAX_CONNECTIONS, Config, ServeSettings
 from admiss.errors import Diagnostic, InputError
 from admiss.receipts import StoreError, StoreWriter
@@ -374,8 +374,8 @@ class _Lifespan:
         # tables) lives as long as the process: out of the collector's sight, a full
         # collection walks only what requests made. Measured under load: full collections
         # paused the loop up to 43 ms before, 2 ms after (docs/performance.md#the-gateway).
-        gc.collect()
-        gc.freeze()
+        # The young generation's threshold is raised too (admiss/collector.py says why).
+        freeze_for_serving()
         # Which proxy and CAs each provider's calls go through (never a secret), once per worker.
         log = logging.getLogger("uvicorn.error")
         for name, route in next(iter(self.gateway.routers.values())).routes().items():

@@ -49,8 +49,8 @@ def freeze_long_lived() -> None:
 # on towards the old generation, whose full collections then walked the memo's runs too.
 # Measured on `admiss serve` under the agent load (100 +- 25 ms upstream, concurrency 50;
 # gc.callbacks timing each collection's thread CPU): 0.18-0.23 ms of collector CPU a
-# request at 700, 0.11-0.14 at 2,000, 0.04-0.06 at 10,000, about 1 found cycle a request
-# either way (docs/performance.md#the-collector-in-the-gateway).
+# request at 700, 0.11-0.14 at 2,000, 0.04-0.06 at 10,000, under one cyclic object found a
+# request either way (docs/performance.md, "The collector in the gateway").
 SERVING_YOUNG_THRESHOLD = 10_000
 
 

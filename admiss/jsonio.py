@@ -60,6 +60,14 @@ def exact_text(value: Any) -> bytes | None:
         return None
 
 
+def exact_texts(values: list) -> list[bytes | None]:
+    """:func:`exact_text` of each of ``values``."""
+    try:
+        return [orjson.dumps(value) for value in values]
+    except orjson.JSONEncodeError:
+        return [exact_text(value) for value in values]
+
+
 def dumps_indented(value: Any) -> bytes:
     """``value`` as JSON indented by two spaces (no final newline)."""
     try:

@@ -192,15 +192,17 @@ class Readings:
                 if key is not None:
                     memo.put((reader, None, key), system, reading, len(key))
             parts.append((0, reading))
-        for start, end, key, run in zip(known.starts, known.starts[1:] + (len(messages),), known.keys, known.kept):
-            reading = memo.get((reader, key), run)
+        keys = [(reader, key) for key in known.keys]
+        found = memo.get_all(keys, known.kept)
+        for index, reading in enumerate(found):
             if reading is None:
-                # ``run`` is equal to messages[start:end], and what the key says
-                reading = self._read({"messages": run}, reader)
+                # The run kept is equal to messages[start:end], and what the key says.
+                run = known.kept[index]
+                found[index] = reading = self._read({"messages": run}, reader)
                 if reading is None:
                     return None
-                memo.put((reader, key), run, reading, len(key))
-            parts.append((start, reading))
+                memo.put(keys[index], run, reading, len(known.keys[index]))
+        parts += zip(known.starts, found)
         if any(reading[2] for _, reading in parts[:-1]):
             return None
         return parts

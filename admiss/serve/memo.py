@@ -50,7 +50,8 @@ def known_runs(messages: list, ends: list[int], memo: Memo, check: Callable[[lis
     kept for the content, so it must depend on the content alone (``start`` only names the
     messages in its error)."""
     # Each step over every run at once: an agent's request has tens of runs, all but one or
-    # two found, and a loop of calls per run was most of the look-up's cost.
+    # two found, and each step's Python call per run was paid tens of times a request (this
+    # and jsonio's one comparison took 8 % off the request side's instructions, callgrind).
     starts = [0, *ends[:-1]]
     runs = [messages[start:end] for start, end in zip(starts, ends)]
     keys = content_keys(runs)

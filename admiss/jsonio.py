@@ -60,6 +60,14 @@ def exact_text(value: Any) -> bytes | None:
         return None
 
 
+def exact_texts(values: list) -> list[bytes | None]:
+    """:func:`exact_text` of each of ``values``."""
+    try:
+        return [orjson.dumps(value) for value in values]
+    except orjson.JSONEncodeError:
+        return [exact_text(value) for value in values]
+
+
 def dumps_indented(value: Any) -> bytes:
     """``value`` as JSON indented by two spaces (no final newline)."""
     try:
@@ -213,6 +221,14 @@ def first_repeated_key(text: str | bytes, value: Any) -> tuple[str, int] | None:
 def _may_repeat_keys(text: str | bytes, value: Any) -> bool:
     if not isinstance(value, (dict, list)):
         return False
+    # Text that is the value written back, byte for byte, repeats no key: an object written
+    # back has each of its keys once. A client that writes compact UTF-8 JSON (orjson, the
+    # official SDKs' httpx) sends such text, and one comparison then saves both counts,
+    # which took about as long as writing the value back (timeit, a 5.6 kB agent request).
+    # orjson refuses deep nesting with an error, so writing back cannot exhaust the stack.
+    back = exact_text(value)
+    if back is not None and back == text:
+        return False
     # \u003 starts both spellings of the colon escape (\u003a, \u003A) and a few other
     # escapes: counting those too only ever errs towards the exact walk.
     colon, escape = (":", "\\u003") if isinstance(text, str) else (b":", b"\\u003")
@@ -220,7 +236,7 @@ def _may_repeat_keys(text: str | bytes, value: Any) -> bool:
     if not written:
         return False  # no key at all (writing deep arrays back could exhaust the stack)
     # What orjson refuses (a lone surrogate) jsonio writes with escapes, which add no colon.
-    return written != dumps_line(value).count(b":")
+    return written != (back if back is not None else dumps_line(value)).count(b":")
 
 
 def member_path(path: str, key: str) -> str:

@@ -88,11 +88,16 @@ async def _one(routers: dict, kind: str, raw: bytes) -> None:
 
 def _parsed(raw: bytes) -> tuple:
     """The body as the gateway reads it, and whether orjson did (a checkout before the memo
-    has no jsonio.loads_marked, and its wire modules take the body alone)."""
+    has no jsonio.loads_marked, and its wire modules take the body alone), checked for a
+    repeated key as the gateway checks it."""
     from admiss import jsonio
 
     marked = getattr(jsonio, "loads_marked", None)
-    return marked(raw) if marked is not None else (jsonio.loads_any(raw),)
+    parsed = marked(raw) if marked is not None else (jsonio.loads_any(raw),)
+    # The gateway's app refuses a body that gives a key twice (serve/app.py), so that check
+    # is part of every request's cost.
+    assert jsonio.first_repeated_key(raw, parsed[0]) is None
+    return parsed
 
 
 async def _cpu_ms(routers: dict, kind: str, count: int) -> float:

@@ -12,6 +12,7 @@ import pytest
 
 from admiss.bundle import parse_bundle_text
 from admiss.errors import BundleError
+from admiss.jsonio import first_repeated_key
 
 SOURCE = """PROPERTY named_operator "Named operator" {
   ADMIT verified_external_source
@@ -185,6 +186,24 @@ def test_a_repeated_key_is_a_located_b008(text, path, line, column):
 ])
 def test_colons_and_escapes_in_strings_are_not_repeated_keys(text):
     assert parse_bundle_text(text, "b.json") == json.loads(text)
+
+
+@pytest.mark.parametrize("text", [
+    '{"a":1,"a":1}',  # written back, the text is '{"a":1}': shorter, so not taken for the text
+    '{"messages":[{"role":"user","content":"x:y","content":"x:y"}]}',
+    '[{"k":":","k":":"},{"k":":"}]',
+    '{"a":{"b":[1,{"c":true,"c":true}]},"d":"\\u003a"}',
+])
+def test_a_repeated_key_in_compact_text_is_found(text):
+    # Compact text that is its value written back is taken to repeat no key without a count:
+    # text with a repeated key never is, however compact.
+    for given in (text, text.encode()):
+        assert first_repeated_key(given, json.loads(text)) is not None
+
+
+@pytest.mark.parametrize("text", ['{"a":"x:y","b":{"c":":"}}', '[{"a":1},{"a":1}]', '{"s":"\\":\\""}'])
+def test_compact_text_that_is_its_value_written_back_repeats_no_key(text):
+    assert first_repeated_key(text.encode(), json.loads(text)) is None
 
 
 def test_a_repeated_key_through_the_cli_names_the_line_of_a_jsonl_file(admiss_cli, tmp_path):

@@ -93,8 +93,10 @@ def known_messages(messages: Any, exact: bool = False) -> tuple[list[dict[str, A
 
 def _run_ends(messages: list) -> list[int]:
     """Where each run of the messages ends: before each message that is not a tool result, and at the end."""
-    return [end for end in range(1, len(messages) + 1)
-            if end == len(messages) or type(messages[end]) is not dict or messages[end].get("role") != "tool"]
+    ends = [end for end, message in enumerate(messages[1:], 1)
+            if type(message) is not dict or message.get("role") != "tool"]
+    ends.append(len(messages))
+    return ends
 
 
 def _check_run(run: list, start: int) -> None:

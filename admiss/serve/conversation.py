@@ -152,8 +152,9 @@ def _was_served(step: Step, served: Collection[str]) -> bool:
 
 
 # A run read alone: its step count, each step's (evidence item or not-offered entry, whether
-# it is an item, (store key, tool) of a tool call or None), and whether a call is left open.
-Reading = tuple[int, tuple[tuple[dict, bool, tuple[str | None, str | None] | None], ...], bool]
+# it is an item, (store key, tool) of a tool call or None, its reference's path after the
+# message: what moving the reference keeps), and whether a call is left open.
+Reading = tuple[int, tuple[tuple[dict, bool, tuple[str | None, str | None] | None, str | None], ...], bool]
 
 
 class Readings:
@@ -191,15 +192,17 @@ class Readings:
                 if key is not None:
                     memo.put((reader, None, key), system, reading, len(key))
             parts.append((0, reading))
-        for start, end, key, run in zip(known.starts, known.starts[1:] + (len(messages),), known.keys, known.kept):
-            reading = memo.get((reader, key), run)
+        keys = [(reader, key) for key in known.keys]
+        found = memo.get_all(keys, known.kept)
+        for index, reading in enumerate(found):
             if reading is None:
-                # ``run`` is equal to messages[start:end], and what the key says
-                reading = self._read({"messages": run}, reader)
+                # The run kept is equal to messages[start:end], and what the key says.
+                run = known.kept[index]
+                found[index] = reading = self._read({"messages": run}, reader)
                 if reading is None:
                     return None
-                memo.put((reader, key), run, reading, len(key))
-            parts.append((start, reading))
+                memo.put(keys[index], run, reading, len(known.keys[index]))
+        parts += zip(known.starts, found)
         if any(reading[2] for _, reading in parts[:-1]):
             return None
         return parts
@@ -211,9 +214,12 @@ class Readings:
             return None
         entries, open_call = [], False
         for step in trace.steps:
-            if step.ref.path == "system" and "system" in conversation:
-                pass  # Anthropic's system prompt: it stands before every message, never moved
-            elif not step.ref.path.startswith(f"messages[{step.ref.message_index}]"):
+            path = step.ref.path
+            if path == "system" and "system" in conversation:
+                tail = None  # Anthropic's system prompt: it stands before every message, never moved
+            elif path.startswith(head := f"messages[{step.ref.message_index}]"):
+                tail = path[len(head):]
+            else:
                 return None  # a reference this module could not move
             decision = self._mapping.decide(step)
             call = None
@@ -221,13 +227,14 @@ class Readings:
                 call = (_key(step) if step.ref.tool_call_id is not None else None, step.tool_name)
                 open_call = open_call or step.result_ref is None
             item = decision.item
-            entries.append((item, True, call) if item is not None else (decision.not_offered(), False, call))
+            entries.append((item, True, call, tail) if item is not None else (decision.not_offered(), False, call, tail))
         return len(trace.steps), tuple(entries), open_call
 
 
 def part_keys(parts: list[tuple[int, Reading]]) -> list[str]:
     """:func:`call_keys` of a conversation read in runs."""
-    return [call[0] for _, (_, entries, _) in parts for _, _, call in entries if call is not None and call[0] is not None]
+    return [call[0] for _, (_, entries, _) in parts for _, _, call, _ in entries
+            if call is not None and call[0] is not None]
 
 
 class RecalledConversation(Conversation):
@@ -244,25 +251,21 @@ class RecalledConversation(Conversation):
         return sum(reading[0] for _, reading in self._parts)
 
     def _map(self) -> tuple[tuple[dict, ...], list[dict]]:
+        # Every step of the conversation passes here on every request: the moving is written
+        # out in the loop, each entry and reference copied once (the receipt takes them).
         items, not_offered = [], []
         served = self._served
         for offset, (_, entries, _) in self._parts:
-            for entry, is_item, call in entries:
-                step = _moved(entry["step"], offset)
+            for entry, is_item, call, tail in entries:
+                step = entry["step"].copy()
+                if offset and tail is not None:
+                    index = step["message_index"] + offset
+                    step["path"] = f"messages[{index}]{tail}"
+                    step["message_index"] = index
                 if served is not None and call is not None and (call[0] is None or call[0] not in served):
                     not_offered.append(_not_served(step, call[1]))
-                elif is_item:
-                    items.append({**entry, "step": step})
-                else:
-                    not_offered.append({**entry, "step": step})
+                    continue
+                moved = entry.copy()
+                moved["step"] = step
+                (items if is_item else not_offered).append(moved)
         return tuple(items), not_offered
-
-
-def _moved(ref: dict, offset: int) -> dict:
-    """A run's step reference where the run stands ``offset`` messages into the request (a copy:
-    the receipt takes it)."""
-    if not offset:
-        return dict(ref)
-    index = ref["message_index"] + offset
-    path = ref["path"]
-    return {**ref, "path": f"messages[{index}]{path[path.index(']') + 1:]}", "message_index": index}

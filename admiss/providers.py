@@ -535,7 +535,7 @@ class ChatClient:
         return {**params, "model": model, "messages": list(messages)}
 
     def _completion(self, response: Reply) -> Completion:
-        return _completion(response, self.config.name, self.secrets())
+        return _completion(response, self.config.name, self.secrets)
 
     def _headers(self) -> dict[str, str]:
         key = self._key()
@@ -814,14 +814,16 @@ class Providers:
         return self._clients[name]
 
 
-def _completion(response: Reply, provider: str, secrets: Sequence[str]) -> Completion:
+def _completion(response: Reply, provider: str, secrets: Callable[[], Sequence[str]]) -> Completion:
+    """The completion of a chat-completions reply; ProviderError when it is none, quoting
+    the reply without ``secrets()`` (asked for only then: a reply that reads is the usual case)."""
     try:
         data = response.json()
         message = data["choices"][0]["message"]
         text = message.get("content")
         tool_calls = _tool_calls(message.get("tool_calls"))
     except (ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError):
-        shown = clipped(response.text, DETAIL_CHARS, secrets)
+        shown = clipped(response.text, DETAIL_CHARS, secrets())
         raise ProviderError(f"provider {provider}: reply is not a chat completion: {shown!r}") from None
     if tool_calls and (text is None or text == ""):
         text = None  # a reply of tool calls only

@@ -36,6 +36,9 @@ class ErrorBudget:
     min_runs: int = 5
     _outcomes: deque[bool] = attrs.field(init=False)
     disabled_reason: str | None = attrs.field(default=None, init=False)
+    # The errors among _outcomes, kept as they come and go: every gate run records one
+    # outcome, and one without an error in the window is then decided without a sum.
+    _errors: int = attrs.field(default=0, init=False)
 
     def __attrs_post_init__(self) -> None:
         self._outcomes = deque(maxlen=self.window)
@@ -61,7 +64,7 @@ class ErrorBudget:
     @property
     def errors(self) -> int:
         """The gate's own errors among the runs in the window."""
-        return sum(self._outcomes)
+        return self._errors
 
     @property
     def error_rate(self) -> float:
@@ -75,13 +78,18 @@ class ErrorBudget:
         """Turn the gate back on with an empty window: its old errors are not held against it."""
         self.disabled_reason = None
         self._outcomes.clear()
+        self._errors = 0
 
     def record(self, gate_fault: bool) -> bool:
         """Count one run, an error of the gate's own or not; True when this run disables the gate."""
-        if self.disabled:
+        if self.disabled_reason is not None:
             return False
-        self._outcomes.append(gate_fault)
-        if len(self._outcomes) < min(self.min_runs, self.window) or self.error_rate <= self.rate:
+        outcomes = self._outcomes
+        if len(outcomes) == outcomes.maxlen:
+            self._errors -= outcomes[0]  # the oldest outcome leaves the window
+        outcomes.append(gate_fault)
+        self._errors += gate_fault
+        if not self._errors or len(outcomes) < min(self.min_runs, self.window) or self.error_rate <= self.rate:
             return False
         errors, runs = self.errors, self.runs
         self.disabled_reason = (

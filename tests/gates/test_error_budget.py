@@ -45,6 +45,15 @@ def test_once_disabled_it_stays_disabled_and_stops_counting():
     assert budget.disabled
 
 
+def test_enabled_again_its_old_errors_are_not_held_against_it():
+    budget = ErrorBudget(rate=0.5, window=4, min_runs=2)
+    assert record_all(budget, "EE") == [False, True]
+    budget.enable()
+    assert (budget.runs, budget.errors, budget.error_rate) == (0, 0, 0.0)
+    assert record_all(budget, "..E") == [False, False, False]  # one error in three runs
+    assert (budget.errors, budget.disabled) == (1, False)
+
+
 def test_a_minimum_above_the_window_is_capped_at_the_window():
     budget = ErrorBudget(rate=0.5, window=3, min_runs=10)
     assert record_all(budget, "EEE") == [False, False, True]

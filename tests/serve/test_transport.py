@@ -182,6 +182,23 @@ def test_a_header_with_a_line_break_is_refused_before_anything_is_sent():
     assert upstream.connections == []
 
 
+def test_each_call_sends_its_own_headers_though_their_lines_are_kept_encoded():
+    keys = [f"Bearer sk-{n}" for n in (1, 2, 1)] + [f"Bearer sk-many-{n}" for n in range(40)] + ["Bearer sk-2"]
+
+    async def calls(sender, url):
+        for key in keys:
+            await sender.post(url, BODY, {"content-type": "application/json", "authorization": key}, 10_000)
+        # A line break is refused though the same name came before with a good value.
+        with pytest.raises(SendFailed, match="line break"):
+            await sender.post(url, BODY, {"content-type": "application/json", "authorization": "Bearer sk-1\r\nx: 1"},
+                              10_000)
+
+    _, upstream = run(lambda i, r: ok(), calls)
+    sent = [next(line for line in request.split(b"\r\n") if line.startswith(b"authorization: "))
+            for request in upstream.requests]
+    assert sent == [f"authorization: {key}".encode() for key in keys]
+
+
 def test_a_refused_connection_is_cannot_connect():
     async def go():
         server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)

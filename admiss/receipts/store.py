@@ -19,8 +19,10 @@ settles each one's future only once its transaction is committed.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
+import time
 from datetime import datetime, timezone
 from typing import Any, Awaitable, Callable, Iterator, Protocol
 
@@ -200,8 +202,27 @@ def settle(done: asyncio.Future, error: Exception | None) -> None:
 
 def utc_timestamp(moment: datetime | None = None) -> str:
     """``moment`` (default: now) as the store writes times: UTC, milliseconds, a ``Z``."""
-    moment = (moment or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    if moment is None:
+        return stamp_of_ns(time.time_ns())
+    moment = moment.astimezone(timezone.utc)
     return moment.isoformat(timespec="milliseconds")[:-len("+00:00")] + "Z"
+
+
+def stamp_of_ns(ns: int) -> str:
+    """:func:`utc_timestamp` of a time in nanoseconds since the epoch, its milliseconds cut
+    as datetime.isoformat cuts them. Every request takes one: the text up to the second is
+    made once a second and each millisecond's tail once: a fifth of datetime's time (1.0
+    against 4-6 us on a loaded machine; an f-string's ``:03d`` alone took 0.8; python -m timeit)."""
+    second, ms = divmod(ns // 1_000_000, 1000)
+    return _second_text(second) + _MILLISECONDS[ms]
+
+
+_MILLISECONDS = tuple(f".{ms:03d}Z" for ms in range(1000))
+
+
+@functools.lru_cache(maxsize=1)
+def _second_text(second: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
 
 
 def parse_since(text: str) -> str:

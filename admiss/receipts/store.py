@@ -31,6 +31,8 @@ from admiss.jsonio import dumps_line
 RECEIPT_COLUMNS = ("id", "created_at", "chain", "served_rung", "outcome", "model_cost_usd", "gate_cost_usd", "body")
 # A gate as the disabled_gates table keys it: (chain, rung, position on the rung, gate kind).
 GateKey = tuple[str, str, int, str]
+# What a writer calls once a queued receipt is committed (StoreWriter.queue).
+Stored = Callable[[], None] | None
 
 
 class StoreError(Exception):
@@ -167,10 +169,12 @@ class StoreWriter(Protocol):
 
     store: ReceiptStore
 
-    def queue(self, receipt: dict[str, Any], body: str | None = None) -> asyncio.Future:
+    def queue(self, receipt: dict[str, Any], body: str | None = None, stored: Stored = None) -> asyncio.Future:
         """Queue ``receipt`` for the next commit; the returned future is settled by it
         (StoreError when it failed). Call from the event loop. ``body``: the receipt's
-        compact JSON text, when the caller has it (receipt_row)."""
+        compact JSON text, when the caller has it (receipt_row). ``stored``: called on the
+        loop once the receipt is committed, before the future settles, even when the future
+        was cancelled meanwhile (its request gave up; the receipt is in the store all the same)."""
 
     async def put(self, receipt: dict[str, Any]) -> None:
         """Store ``receipt``; return once it is committed."""
@@ -190,8 +194,15 @@ def unforeseen(where: str, exc: Exception) -> StoreError:
     return StoreError(f"{where}: cannot write receipts: {type(exc).__name__}")
 
 
-def settle(done: asyncio.Future, error: Exception | None) -> None:
-    """Settle a queued receipt's future: committed (None) or not (the error)."""
+def settle(done: asyncio.Future, error: Exception | None, stored: Stored = None) -> None:
+    """Settle a queued receipt's future: committed (None) or not (the error); once committed,
+    call its ``stored`` first (StoreWriter.queue)."""
+    if error is None and stored is not None:
+        try:
+            stored()
+        except Exception as exc:  # noqa: BLE001 - the callback's failure is its own: the future still settles
+            done.get_loop().call_exception_handler({"message": "a stored receipt's callback failed", "exception": exc,
+                                                    "future": done})
     if done.done():  # the request was cancelled while its receipt was being written
         return
     if error is None:

@@ -49,8 +49,10 @@ def key_values(env_names: Iterable[str | None], environ: Mapping[str, str]) -> t
 
 
 def _has_user_info(text: str) -> bool:
-    # The pattern tries every word of a text: a plain substring test first is 40x faster.
-    return "://" in text and _USERINFO.search(text) is not None
+    # The pattern tries every word of a text: plain substring tests first are 40x faster.
+    # "@" first: a one-character test is a memchr, while "://" in a JSON text full of ":"
+    # crawls (18 us against 0.2 us for a 7.5 KB receipt, python -m timeit); user-info needs both.
+    return "@" in text and "://" in text and _USERINFO.search(text) is not None
 
 
 def clipped(text: str, limit: int, secrets: Iterable[str] = (), more: str = "...") -> str:

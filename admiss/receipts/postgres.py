@@ -32,7 +32,7 @@ import psycopg_pool
 from psycopg import pq
 
 from admiss.jsonio import dumps_line
-from admiss.receipts.store import (RECEIPT_COLUMNS, DamagedRow, GateKey, StoreError, call_rows, receipt_of,
+from admiss.receipts.store import (RECEIPT_COLUMNS, DamagedRow, GateKey, StoreError, Stored, call_rows, receipt_of,
                                    receipt_row, receipts_of, settle, unforeseen)
 from admiss.redact import redact, url_secrets
 
@@ -352,7 +352,7 @@ class PostgresWriter:
 
     def __init__(self, store: PostgresStore):
         self.store = store
-        self._pending: list[tuple[tuple, asyncio.Future]] = []
+        self._pending: list[tuple[tuple, asyncio.Future, Stored]] = []
         self._committer: asyncio.Task | None = None
         self._conn: psycopg.AsyncConnection | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -368,11 +368,11 @@ class PostgresWriter:
     async def put(self, receipt: dict[str, Any]) -> None:
         await self.queue(receipt)
 
-    def queue(self, receipt: dict[str, Any], body: str | None = None) -> asyncio.Future:
+    def queue(self, receipt: dict[str, Any], body: str | None = None, stored: Stored = None) -> asyncio.Future:
         loop = asyncio.get_running_loop()
         self._loop = loop
         done = loop.create_future()
-        self._pending.append((receipt_row(receipt, body), done))
+        self._pending.append((receipt_row(receipt, body), done, stored))
         if self._committer is None:
             self._committer = loop.create_task(self._commit_all())
         return done
@@ -381,9 +381,9 @@ class PostgresWriter:
         try:
             while self._pending:
                 batch, self._pending = self._pending, []
-                error = await self._write([row for row, _ in batch])
-                for _, done in batch:
-                    settle(done, error)
+                error = await self._write([row for row, _, _ in batch])
+                for _, done, stored in batch:
+                    settle(done, error, stored)
         finally:
             self._committer = None
 

@@ -16,7 +16,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from admiss.receipts.store import (RECEIPT_COLUMNS, DamagedRow, GateKey, StoreBusy, StoreError, call_rows,
+from admiss.receipts.store import (RECEIPT_COLUMNS, DamagedRow, GateKey, StoreBusy, StoreError, Stored, call_rows,
                                    receipt_of, receipt_row, receipts_of, settle,
                                    unforeseen)
 
@@ -215,7 +215,7 @@ class SQLiteWriter:
         self.store = store
         self._identity = _file_identity(store.path)
         store.wait_when_locked(0)
-        self._pending: list[tuple[tuple, asyncio.Future]] = []
+        self._pending: list[tuple[tuple, asyncio.Future, Stored]] = []
         self._busy_since: float | None = None
         # The connection is used by the loop's commits and by close(), which may come from
         # another thread; the lock keeps them apart.
@@ -225,14 +225,15 @@ class SQLiteWriter:
     async def put(self, receipt: dict[str, Any]) -> None:
         await self.queue(receipt)
 
-    def queue(self, receipt: dict[str, Any], body: str | None = None) -> asyncio.Future:
+    def queue(self, receipt: dict[str, Any], body: str | None = None, stored: Stored = None) -> asyncio.Future:
         """Queue ``receipt`` for the next commit; the returned future is settled by it
-        (StoreError when it failed). Call from the event loop. ``body``: its JSON text (receipt_row)."""
+        (StoreError when it failed). Call from the event loop. ``body``: its JSON text
+        (receipt_row); ``stored``: called once it is committed (StoreWriter.queue)."""
         loop = asyncio.get_running_loop()
         done = loop.create_future()
         if not self._pending:
             loop.call_soon(self._commit)
-        self._pending.append((receipt_row(receipt, body), done))
+        self._pending.append((receipt_row(receipt, body), done, stored))
         return done
 
     def _commit(self) -> None:
@@ -240,14 +241,14 @@ class SQLiteWriter:
             batch, self._pending = self._pending, []
             if not batch:  # close() wrote them
                 return
-            error = self._write([row for row, _ in batch])
+            error = self._write([row for row, _, _ in batch])
             if isinstance(error, StoreBusy) and self._retrying():
                 self._pending = batch + self._pending
                 asyncio.get_running_loop().call_later(self.BUSY_RETRY_S, self._commit)
                 return
             self._busy_since = None
-        for _, done in batch:
-            settle(done, error)
+        for _, done, stored in batch:
+            settle(done, error, stored)
         self._checkpoints.wrote(len(batch))
 
     def _retrying(self) -> bool:
@@ -282,10 +283,10 @@ class SQLiteWriter:
         with self._lock:
             batch, self._pending = self._pending, []
             self.store.wait_when_locked(self.BUSY_WAIT_S)  # off the loop now: it may wait
-            error = self._write([row for row, _ in batch]) if batch else None
-            for _, done in batch:
+            error = self._write([row for row, _, _ in batch]) if batch else None
+            for _, done, stored in batch:
                 if not done.get_loop().is_closed():
-                    done.get_loop().call_soon_threadsafe(settle, done, error)
+                    done.get_loop().call_soon_threadsafe(settle, done, error, stored)
             self._checkpoints.stop()
             self.store.close()
 

@@ -19,8 +19,10 @@ settles each one's future only once its transaction is committed.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
+import time
 from datetime import datetime, timezone
 from typing import Any, Awaitable, Callable, Iterator, Protocol
 
@@ -29,6 +31,8 @@ from admiss.jsonio import dumps_line
 RECEIPT_COLUMNS = ("id", "created_at", "chain", "served_rung", "outcome", "model_cost_usd", "gate_cost_usd", "body")
 # A gate as the disabled_gates table keys it: (chain, rung, position on the rung, gate kind).
 GateKey = tuple[str, str, int, str]
+# What a writer calls once a queued receipt is committed (StoreWriter.queue).
+Stored = Callable[[], None] | None
 
 
 class StoreError(Exception):
@@ -165,10 +169,12 @@ class StoreWriter(Protocol):
 
     store: ReceiptStore
 
-    def queue(self, receipt: dict[str, Any], body: str | None = None) -> asyncio.Future:
+    def queue(self, receipt: dict[str, Any], body: str | None = None, stored: Stored = None) -> asyncio.Future:
         """Queue ``receipt`` for the next commit; the returned future is settled by it
         (StoreError when it failed). Call from the event loop. ``body``: the receipt's
-        compact JSON text, when the caller has it (receipt_row)."""
+        compact JSON text, when the caller has it (receipt_row). ``stored``: called on the
+        loop once the receipt is committed, before the future settles, even when the future
+        was cancelled meanwhile (its request gave up; the receipt is in the store all the same)."""
 
     async def put(self, receipt: dict[str, Any]) -> None:
         """Store ``receipt``; return once it is committed."""
@@ -188,8 +194,15 @@ def unforeseen(where: str, exc: Exception) -> StoreError:
     return StoreError(f"{where}: cannot write receipts: {type(exc).__name__}")
 
 
-def settle(done: asyncio.Future, error: Exception | None) -> None:
-    """Settle a queued receipt's future: committed (None) or not (the error)."""
+def settle(done: asyncio.Future, error: Exception | None, stored: Stored = None) -> None:
+    """Settle a queued receipt's future: committed (None) or not (the error); once committed,
+    call its ``stored`` first (StoreWriter.queue)."""
+    if error is None and stored is not None:
+        try:
+            stored()
+        except Exception as exc:  # noqa: BLE001 - the callback's failure is its own: the future still settles
+            done.get_loop().call_exception_handler({"message": "a stored receipt's callback failed", "exception": exc,
+                                                    "future": done})
     if done.done():  # the request was cancelled while its receipt was being written
         return
     if error is None:
@@ -200,8 +213,27 @@ def settle(done: asyncio.Future, error: Exception | None) -> None:
 
 def utc_timestamp(moment: datetime | None = None) -> str:
     """``moment`` (default: now) as the store writes times: UTC, milliseconds, a ``Z``."""
-    moment = (moment or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    if moment is None:
+        return stamp_of_ns(time.time_ns())
+    moment = moment.astimezone(timezone.utc)
     return moment.isoformat(timespec="milliseconds")[:-len("+00:00")] + "Z"
+
+
+def stamp_of_ns(ns: int) -> str:
+    """:func:`utc_timestamp` of a time in nanoseconds since the epoch, its milliseconds cut
+    as datetime.isoformat cuts them. Every request takes one: the text up to the second is
+    made once a second and each millisecond's tail once: a fifth of datetime's time (1.0
+    against 4-6 us on a loaded machine; an f-string's ``:03d`` alone took 0.8; python -m timeit)."""
+    second, ms = divmod(ns // 1_000_000, 1000)
+    return _second_text(second) + _MILLISECONDS[ms]
+
+
+_MILLISECONDS = tuple(f".{ms:03d}Z" for ms in range(1000))
+
+
+@functools.lru_cache(maxsize=1)
+def _second_text(second: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
 
 
 def parse_since(text: str) -> str:

@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import threading
+from functools import partial
 
 import psycopg
 import pytest
@@ -92,6 +93,29 @@ def test_a_writer_commits_before_its_future_settles(where):
     assert _count(where) == 40
 
 
+def test_a_receipt_is_told_stored_once_committed_even_when_its_wait_was_cancelled(where):
+    # The gateway counts a receipt (its metrics) from the writer's call, so that a request
+    # that gives up while its receipt is committed (a client that left) is still counted:
+    # the store and the counters never disagree.
+    writer = open_writer(where)
+    told: list[int] = []
+
+    async def go():
+        first, second = (writer.queue(_receipt(n), None, partial(told.append, n)) for n in (1, 2))
+        first.cancel()  # as the wait of a request that gave up
+        await second
+        return first.cancelled()
+
+    loop = asyncio.new_event_loop()
+    try:
+        assert loop.run_until_complete(go()) is True
+        loop.run_until_complete(asyncio.to_thread(writer.close))
+    finally:
+        loop.close()
+    assert told == [1, 2]
+    assert _count(where) == 2
+
+
 def test_a_write_failing_for_an_unforeseen_reason_answers_its_requests(where, monkeypatch, caplog):
     # Only database errors were turned into StoreError: any other exception (a bug of ours;
     # a lone surrogate was one) left the batch's requests waiting for their receipts forever.
@@ -106,9 +130,11 @@ def test_a_write_failing_for_an_unforeseen_reason_answers_its_requests(where, mo
     else:
         monkeypatch.setattr(writer.store, "put_rows", broken)
 
+    told: list[int] = []
+
     async def go():
-        results = await asyncio.wait_for(asyncio.gather(*(writer.put(_receipt(n)) for n in (1, 2, 3)),
-                                                        return_exceptions=True), 30)
+        queued = (writer.queue(_receipt(n), None, partial(told.append, n)) for n in (1, 2, 3))
+        results = await asyncio.wait_for(asyncio.gather(*queued, return_exceptions=True), 30)
         monkeypatch.undo()  # the next commit goes through again
         await writer.put(_receipt(4))
         return results
@@ -121,6 +147,7 @@ def test_a_write_failing_for_an_unforeseen_reason_answers_its_requests(where, mo
         loop.close()
     assert all(isinstance(r, StoreError) and str(r).endswith("cannot write receipts: RuntimeError") for r in results)
     assert "a write failed unforeseen" in caplog.text and "a bug in the write path" in caplog.text
+    assert told == []  # none of them was stored, so none is counted
     assert _count(where) == 1
 
 

@@ -10,7 +10,7 @@ import pytest
 
 import admiss
 from admiss.serve.metrics import GatewayMetrics
-from gatewaykit import GATE, GOOD, Gateway, prompt
+from gatewaykit import GATE, GOOD, RUBRIC, Gateway, prompt
 
 GRADE = json.dumps({"failure_hypotheses": ["h"], "evidence": ["e"], "rationale": "r", "score": 0.1})
 
@@ -91,3 +91,42 @@ def test_a_multiprocess_folder_set_for_another_program_is_not_used(tmp_path, ups
     finally:
         assert gateway.stop() == 0, gateway.log.read_text()
     assert [path.name for path in foreign.iterdir()] == ["counter_1.db"]
+
+
+def _samples(page: str) -> dict[str, float]:
+    return {line.rpartition(" ")[0]: float(line.rpartition(" ")[2]) for line in page.splitlines()
+            if line and not line.startswith("#")}
+
+
+def test_each_receipt_moves_the_series_of_what_it_says_and_only_those(tmp_path, upstream):
+    # Receipts of several shapes, each shape more than once (observe keeps what it looked up):
+    # a skipped gate has no latency series, and a gate's verdicts are counted apart.
+    (tmp_path / "r.rubric").write_text(RUBRIC.split("CHAIN judged")[0])
+    (tmp_path / "admiss.toml").write_text(f'[providers.fake]\nbase_url = "{upstream.url}"\n')
+    router = admiss.Router(tmp_path / "r.rubric", chain="json")
+    metrics = GatewayMetrics({"json": router})
+    scripts = [{"cheap": "not json", "strong": GOOD}, {"cheap": GOOD}, {"cheap": "", "strong": "not json"}] * 2
+    try:
+        receipts = [router.complete_sync([{"role": "user", "content": prompt(s)[1]}]).receipt for s in scripts]
+        page = _samples(metrics.exposition()[0].decode())
+    finally:
+        router.close()
+    verdicts: dict[str, int] = {}
+    latencies: dict[str, int] = {}
+    for receipt in receipts:
+        for rung in receipt["chain"]["rungs"]:
+            for gate in rung["gates"]:
+                key = f'chain="json",gate="{gate["gate"]}",rung="{rung["rung"]}",verdict="{gate["verdict"]}"'
+                verdicts[key] = verdicts.get(key, 0) + 1
+                if gate["verdict"] != "skipped":
+                    latencies[gate["gate"]] = latencies.get(gate["gate"], 0) + 1
+    assert any('verdict="skipped"' in key for key in verdicts) and len(verdicts) >= 4
+    assert {key[len("admiss_gate_verdicts_total{"):-1]: value for key, value in page.items()
+            if key.startswith("admiss_gate_verdicts_total{")} == verdicts
+    assert {key.split('gate="')[1].split('"')[0]: value for key, value in page.items()
+            if key.startswith("admiss_gate_latency_seconds_count{")} == latencies
+    assert page['admiss_requests_total{chain="json",outcome="served"}'] == 4
+    assert page['admiss_requests_total{chain="json",outcome="exhausted"}'] == 2
+    assert page['admiss_serves_total{chain="json",rung="strong"}'] == 2
+    assert page['admiss_serves_total{chain="json",rung="cheap"}'] == 2
+    assert page['admiss_rung_latency_seconds_count{chain="json",rung="strong"}'] == 4

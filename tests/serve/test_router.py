@@ -360,3 +360,34 @@ def test_the_stored_body_is_the_served_receipt_as_json_text(folder, upstream, mo
     with sqlite3.connect(folder / "rc.db") as db:
         bodies = [body for (body,) in db.execute("SELECT body FROM receipts ORDER BY rowid")]
     assert bodies == receipts
+
+
+def test_a_request_that_gives_up_while_its_receipt_is_committed_is_stored_and_counted(folder, upstream):
+    # A client that leaves cancels its request, maybe while the receipt is being committed:
+    # the receipt is written all the same, so the listeners (the gateway's metrics) count it.
+    router = admiss.Router(folder / "r.rubric", config=folder / "admiss.toml", store=folder / "rc.db")
+    told: list[str] = []
+    router.listeners.append(lambda receipt: told.append(receipt["id"]))
+    writer = router.store
+    queue = writer.queue
+
+    def queue_then_give_up(*args, **kwargs):
+        done = queue(*args, **kwargs)
+        asyncio.current_task().cancel()  # the request is cancelled while it waits for the commit
+        return done
+
+    async def go():
+        writer.queue = queue_then_give_up
+        task = asyncio.ensure_future(router.complete([{"role": "user", "content": prompt({"cheap": GOOD})[1]}]))
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        writer.queue = queue
+        await asyncio.sleep(0.05)  # the commit's turn, had the cancel stopped it
+
+    try:
+        router._loop = asyncio.new_event_loop()
+        router._loop.run_until_complete(go())
+        stored = [r["id"] for r in router.store.store.iter_since()]
+    finally:
+        router.close()
+    assert len(stored) == 1 and told == stored

@@ -8,7 +8,10 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+import pytest
 
 from otlp_receiver import attributes_of, events
 
@@ -208,6 +211,29 @@ def test_an_exporter_started_before_the_setup_is_known_sends_the_runs_events(rec
     telemetry.close()
     assert started.returncode == 0
     assert_bundle_events(receiver)
+
+
+def _niceness(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])  # field 19, nice
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads niceness from /proc")
+def test_check_s_exporter_runs_below_the_check_once_set_up_and_the_gateway_s_does_not(receiver):
+    # admiss check's exporter yields the core to the check once its setup says it serves
+    # a check (spans=False); the gateway's (spans=True) keeps the gateway's priority.
+    from admiss.integrations import otel
+
+    env = plain_env(OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url)
+    own = _niceness(os.getpid())
+    for spans, expected in ((False, min(own + otel._CHECK_EXPORTER_NICENESS, 19)), (True, own)):
+        telemetry = otel.telemetry_for(None, env, spans=spans)
+        process = telemetry._channel.process
+        deadline = time.monotonic() + 30
+        while _niceness(process.pid) != expected and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert _niceness(process.pid) == expected, spans
+        telemetry.close()
+        assert process.returncode == 0
 
 
 def test_an_exporter_started_for_nothing_ends_quietly_at_the_end_of_its_input():

@@ -646,8 +646,9 @@ class _Channel:
         endpoints = {signal: _endpoint(signal, plan, environ) or "" for signal in signals}
         self.process = _exporter_process(environ)
         # Its setup is its first line of input (it may have been started before it was known).
+        # "check": the exporter serves admiss check (block), and yields it the core (_yield_the_core).
         self.process.stdin.write(json.dumps({"endpoints": endpoints, "resource": resource_attributes(plan, environ),
-                                             "requests": requests}).encode() + b"\n")
+                                             "requests": requests, "check": block}).encode() + b"\n")
         self.process.stdin.flush()
         # admiss check (block) queues its reports' facts in groups (_ReportFacts), the queue's
         # size still in reports.
@@ -1271,7 +1272,7 @@ def export_main(environ: Mapping[str, str] = os.environ) -> None:
     line, _, rest = bytes(pending).partition(b"\n")
     pending = bytearray(rest)
     setup = json.loads(line)
-    if not setup.get("requests"):
+    if setup.get("check"):
         _yield_the_core()
     resource = otlp_wire.resource_message(Resource.create(setup["resource"]).attributes)
     batches = {_KINDS[signal]: _Batches(signal, endpoint or None, resource, environ)

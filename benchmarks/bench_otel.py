@@ -8,7 +8,8 @@ bundles, so that what telemetry adds splits into a part per run (the exporter pr
 start-up, the wait at the end) and a part per bundle, and at 100,000 (the batch section's
 full size, a CI-sized batch), whose on / off is the target's figure. Each
 process's own CPU is read (cpu_probe/sitecustomize.py on the runs' PYTHONPATH): the
-checking process's and its exporter's, and when the exporter started and ended. With
+checking process's and its exporter's, and when the exporter started and ended; and the
+receiver's over each run (it shares this machine's cores with the exporter). With
 ``--baseline-admiss`` another checkout's admiss runs in the same interleaving. The runs
 cache bytecode (in a temporary folder) even where PYTHONDONTWRITEBYTECODE is set, as an
 installed admiss has it; the first round is not timed.
@@ -60,7 +61,7 @@ def _received(port: int) -> dict[str, int]:
 def run(settings: Settings) -> None:
     sink, port = bench_gateway._start_helper("otlp_sink.py")
     try:
-        verdicts = [_batch(settings, port), *_gateway(settings, port)]
+        verdicts = [_batch(settings, port, sink.pid), *_gateway(settings, port)]
     finally:
         bench_gateway._stop(sink)
     # Both targets of issue 22 together, each against its baseline measured above in this run.
@@ -81,6 +82,9 @@ class _Run(NamedTuple):
     exporter_started: float | None
     exporter_ended: float | None
     check_ended: float | None
+    # The loopback receiver's CPU over the run: on a two-core machine it shares the core the
+    # exporter runs on, which a collector on another host would not.
+    receiver_cpu: float = 0.0
 
 
 def _probed_env(folder: Path) -> dict[str, str]:
@@ -123,7 +127,13 @@ def _ms(seconds: float | None) -> str:
     return "" if seconds is None else f"{seconds * 1000:.0f} ms"
 
 
-def _batch(settings: Settings, port: int) -> str:
+def _process_cpu(pid: int) -> float:
+    """CPU seconds so far of process ``pid`` (utime + stime, from /proc)."""
+    stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _batch(settings: Settings, port: int, receiver_pid: int) -> str:
     print_section("telemetry: admiss check --format json over a JSONL file, telemetry off vs on (a loopback receiver)")
     # Two small sizes split what telemetry adds into a part per run and a part per bundle;
     # the batch section's size (and CI's, 100,000) says what a user's batch sees.
@@ -158,7 +168,9 @@ def _batch(settings: Settings, port: int) -> str:
                     for mode, config in configs.items():
                         checked = command + ["check", "--rubric", str(rubric), "--format", "json",
                                              "--config", str(config), str(path)]
+                        receiver_before = _process_cpu(receiver_pid)
                         process, measured = _probed_run(checked, out, env)
+                        measured = measured._replace(receiver_cpu=_process_cpu(receiver_pid) - receiver_before)
                         for problem in complaints([process], out, size):
                             print(f"!!! PROBLEM in the {tree} telemetry-{mode} batch of {size}: {problem}")
                         if index:
@@ -171,15 +183,15 @@ def _batch(settings: Settings, port: int) -> str:
           f"of each after one untimed, interleaved{' with ' + settings.baseline_admiss if len(trees) > 1 else ''}; the "
           f"receiver got {after['posts'] - before['posts']} exports, {bytes_text(sent)}, {arrived} events of the "
           f"{expected} the runs made")
-    fields = ("wall", "check_cpu", "exporter_cpu")
+    fields = ("wall", "check_cpu", "exporter_cpu", "receiver_cpu")
     rows = []
     for (tree, size, mode), taken in sorted(samples.items(), key=lambda item: (item[0][0], item[0][1], item[0][2])):
         rows.append([tree, str(size), mode, *(_ms(_median(taken, f)) for f in fields),
                      _ms(_median(taken, "exporter_started")), _ms(_median(taken, "exporter_ended")),
                      _ms(_median(taken, "check_ended"))])
     print_table("Medians per run (CPU from each process's own times; times after the run's launch)",
-                ["tree", "bundles", "telemetry", "wall", "check process CPU", "exporter CPU", "exporter started",
-                 "exporter ended", "check ended"], rows)
+                ["tree", "bundles", "telemetry", "wall", "check process CPU", "exporter CPU", "receiver CPU",
+                 "exporter started", "exporter ended", "check ended"], rows)
     split = []
     for tree in trees:
         for field in fields:

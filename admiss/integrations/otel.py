@@ -646,8 +646,9 @@ class _Channel:
         endpoints = {signal: _endpoint(signal, plan, environ) or "" for signal in signals}
         self.process = _exporter_process(environ)
         # Its setup is its first line of input (it may have been started before it was known).
+        # "check": the exporter serves admiss check (block), and yields it the core (_yield_the_core).
         self.process.stdin.write(json.dumps({"endpoints": endpoints, "resource": resource_attributes(plan, environ),
-                                             "requests": requests}).encode() + b"\n")
+                                             "requests": requests, "check": block}).encode() + b"\n")
         self.process.stdin.flush()
         # admiss check (block) queues its reports' facts in groups (_ReportFacts), the queue's
         # size still in reports.
@@ -1271,6 +1272,8 @@ def export_main(environ: Mapping[str, str] = os.environ) -> None:
     line, _, rest = bytes(pending).partition(b"\n")
     pending = bytearray(rest)
     setup = json.loads(line)
+    if setup.get("check"):
+        _yield_the_core()
     resource = otlp_wire.resource_message(Resource.create(setup["resource"]).attributes)
     batches = {_KINDS[signal]: _Batches(signal, endpoint or None, resource, environ)
                for signal, endpoint in setup["endpoints"].items()}
@@ -1299,6 +1302,24 @@ def export_main(environ: Mapping[str, str] = os.environ) -> None:
     failed, sent = (sum(held.outcomes[i] for held in batches.values()) for i in (0, 1))
     sys.stdout.write(json.dumps({"sent": sent, "failed": failed}) + "\n")
     sys.stdout.flush()
+
+
+# How much lower admiss check's exporter process runs than the check (os.nice's increment).
+_CHECK_EXPORTER_NICENESS = 10
+
+
+def _yield_the_core() -> None:
+    """Let admiss check's own process run first wherever the two compete for a core: what
+    the exporter does can wait (the facts queue in the pipe), and the check waits for it
+    only at its end, when it has the machine to itself again. On two cores loaded by the
+    check, this exporter and a local OTLP receiver, the exporter took some of the check's
+    core. Not for the gateway's exporter, which must keep up with requests as they come.
+    Started at the run's own priority, so its start-up (the SDK's imports) overlaps the
+    check's; lowered here, once its setup says it serves admiss check."""
+    try:
+        os.nice(_CHECK_EXPORTER_NICENESS)
+    except OSError:  # a platform or sandbox without it: the exporter runs as before
+        pass
 
 
 def _take_frames(pending: bytearray, batches: Mapping[bytes, Any]) -> None:

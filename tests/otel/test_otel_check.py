@@ -8,7 +8,10 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+import pytest
 
 from otlp_receiver import attributes_of, events
 
@@ -208,6 +211,34 @@ def test_an_exporter_started_before_the_setup_is_known_sends_the_runs_events(rec
     telemetry.close()
     assert started.returncode == 0
     assert_bundle_events(receiver)
+
+
+def _niceness(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])  # field 19, nice
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads niceness from /proc")
+@pytest.mark.parametrize("spans, variables", [(False, {}), (True, {}), (True, {"OTEL_TRACES_EXPORTER": "console"})])
+def test_only_check_s_exporter_runs_below_its_process_once_set_up(receiver, spans, variables):
+    # admiss check's exporter (spans=False) yields the core to the check once its setup
+    # says it serves a check; the gateway's (spans=True: its requests made there, or with
+    # console spans its log records encoded in the gateway) keeps the gateway's priority.
+    from admiss.integrations import otel, otlp_wire
+
+    env = plain_env(OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url, **variables)
+    own = _niceness(os.getpid())
+    expected = min(own + otel._CHECK_EXPORTER_NICENESS, 19) if not spans else own
+    telemetry = otel.telemetry_for(None, env, spans=spans)
+    process = telemetry._channel.process
+    if spans:  # a record that arrives shows the exporter past its setup
+        telemetry._channel.put(b"L", 1, otlp_wire.in_scope(otlp_wire.log_record(1, otel._EVENT_NAME, b"")))
+        assert receiver.wait_for(lambda r: len(events(r)) >= 1)
+    deadline = time.monotonic() + 30
+    while _niceness(process.pid) != expected and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert _niceness(process.pid) == expected
+    telemetry.close()
+    assert process.returncode == 0
 
 
 def test_an_exporter_started_for_nothing_ends_quietly_at_the_end_of_its_input():

@@ -1,6 +1,7 @@
-"""The deadline of one model call (providers._within): the timer's cancellation becomes a
-TimeoutError, any other cancellation passes through as it came, and the task is left as
-it was found (no cancellation counted against it), so what runs next in it is not cut off."""
+"""The deadline of one model call (providers._within, asyncio.timeout): the timer's
+cancellation becomes a TimeoutError, any other cancellation passes through as it came, and
+the task is left as it was found (no cancellation counted against it), so what runs next
+in it is not cut off."""
 
 from __future__ import annotations
 

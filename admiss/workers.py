@@ -196,13 +196,13 @@ class _PieceChecker:
             self.writer.counts = {"pass": point.passed, "fail": point.failed, "error": point.errors}
             self.writer.printed = point.printed
             if task.piece.end < 0:  # a .json file: one bundle
-                path = task.piece.path
-                outcome = self.check(0, lambda: next(units_of([Path(path)])), 0, path)
+                outcome = self.check(0, next(units_of([Path(task.piece.path)])), 0)
                 return self.commit(0, 0, 1, self.stops(outcome))
             return self.lines_checked(point)
 
     def lines_checked(self, point: Point) -> Point:
         piece, run = self.task.piece, self.run
+        path, end, fail_fast, check = piece.path, piece.end, run.options.fail_fast, self.check
         offset, number, bundles, since = point.offset, point.line, point.bundles, 0
         every = 1 if run.fixed_rubric is None or run.fixed_rubric.ir.chains else COMMIT_EVERY
         try:
@@ -212,31 +212,36 @@ class _PieceChecker:
             return self.commit(offset, number, bundles + 1, run.options.fail_fast)
         with data:
             data.seek(offset)
+            # The loop's own work is kept to a few steps a bundle (locals, no closure or name
+            # made per bundle): it ran 2.3 % more instructions a bundle than one process's loop.
             for raw in data:
-                if offset >= piece.end:
+                if offset >= end:
                     break
                 here, number, offset = offset, number + 1, offset + len(raw)
                 if not raw.strip():
                     continue
-                outcome = self.check(here, lambda: (piece.path, number, raw), number, f"{piece.path}:{number}")
+                outcome = check(here, (path, number, raw), number)
                 bundles += 1
                 since += 1
-                if self.stops(outcome):
+                if fail_fast and outcome[2] == EXIT_BAD_INPUT:
                     return self.commit(offset, number, bundles, True)
                 if since >= every:
                     since = 0
                     self.commit(offset, number, bundles)
         return self.commit(offset, number, bundles)
 
-    def check(self, offset: int, unit_of: Callable[[], Any], number: int, name: str):
-        """The outcome of the bundle at ``offset``, written; the shared word says it is under way."""
+    def check(self, offset: int, unit: Any, number: int):
+        """The outcome of the bundle at ``offset`` (its unit: line ``number``, or a .json file's
+        with number 0), written; the shared word says it is under way."""
         shared, base, task = self.shared, self.base, self.task
         shared[base + _AT] = offset + 1
         shared[base + _BEGUN] += 1
         if offset in task.skipped:
-            outcome = self.run.error_outcome(_not_checked(task.piece.path, number, *task.skipped[offset]), name)
+            path = task.piece.path
+            outcome = self.run.error_outcome(_not_checked(path, number, *task.skipped[offset]),
+                                             f"{path}:{number}" if number else path)
         else:
-            outcome = self.run.outcome(unit_of())
+            outcome = self.run.outcome(unit)
         self.writer.write(outcome)
         shared[base + _AT] = 0
         return outcome

@@ -16,7 +16,9 @@ from typing import Any, Iterator
 # What a worker imports: the workers' module (and with it the check's), check_many's
 # (admiss.runner), and the trace readers that a worker's first bundle loads. The fork server imports them once, so a
 # worker forked from it starts with them (without bytecode caches, about 0.3 CPU-s a worker).
-_PRELOAD = ["admiss.workers", "admiss.runner", "admiss.traces.read", "admiss.traces.adk", "admiss.traces.build"]
+# admiss.forkfrozen, last, freezes what they loaded, so that no worker's collections copy it.
+_PRELOAD = ["admiss.workers", "admiss.runner", "admiss.traces.read", "admiss.traces.adk", "admiss.traces.build",
+            "admiss.forkfrozen"]
 
 
 def worker_context() -> Any:

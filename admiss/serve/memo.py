@@ -87,15 +87,11 @@ class Memo:
 
     def get(self, key: Hashable, content: Any, exact: bool = False) -> Any:
         """The reading kept for ``content`` (whose key is ``key``), or None."""
-        found = self._held.get(key)
-        if found is None or not (exact and found[3]) and found[0] != content:
-            self.misses += 1
-            return None
-        self.hits += 1
-        return found[1]
+        return self.get_all([key], [content], exact)[0]
 
     def get_all(self, keys: list, contents: list, exact: bool = False) -> list:
-        """:meth:`get` of each of ``contents`` by its key (None for a key that is None)."""
+        """The reading kept for each of ``contents`` (whose keys are ``keys``), or None
+        where there is none (or the key is None)."""
         held, found, hits = self._held, [], 0
         for key, content in zip(keys, contents):
             entry = held.get(key) if key is not None else None

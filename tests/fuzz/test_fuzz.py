@@ -148,7 +148,7 @@ def upstream_reply(data: bytes) -> None:
     and never an unbounded token count."""
     secrets = (FUZZ_KEY, *FUZZ_URL_SECRETS)
     try:
-        completion = _completion(Reply(200, {}, data), "fuzz", secrets)
+        completion = _completion(Reply(200, {}, data), "fuzz", lambda: secrets)
     except ProviderError as error:
         assert not holds_secret(error.reason, secrets)
     else:

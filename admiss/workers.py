@@ -195,8 +195,8 @@ class _PieceChecker:
             self.writer = Writer(self.run, self.out, self.err, gap_first=True)
             self.writer.counts = {"pass": point.passed, "fail": point.failed, "error": point.errors}
             self.writer.printed = point.printed
-            if task.piece.end < 0:  # a .json file: one bundle
-                outcome = self.check(0, next(units_of([Path(task.piece.path)])), 0)
+            if task.piece.end < 0:  # a .json file: one bundle, read by check once marked under way
+                outcome = self.check(0, None, 0)
                 return self.commit(0, 0, 1, self.stops(outcome))
             return self.lines_checked(point)
 
@@ -231,8 +231,11 @@ class _PieceChecker:
         return self.commit(offset, number, bundles)
 
     def check(self, offset: int, unit: Any, number: int):
-        """The outcome of the bundle at ``offset`` (its unit: line ``number``, or a .json file's
-        with number 0), written; the shared word says it is under way."""
+        """The outcome of the bundle at ``offset`` (its unit: line ``number``'s, or None for a
+        .json file, number 0), written; the shared word says it is under way. A .json file is
+        read here, inside the mark: a worker that dies reading it (a huge or hostile file: the
+        out-of-memory killer, a FIFO put in its place) dies on that bundle, which then gets its
+        E181 or E183, instead of a death without progress, which stops the run (E182)."""
         shared, base, task = self.shared, self.base, self.task
         shared[base + _AT] = offset + 1
         shared[base + _BEGUN] += 1
@@ -241,7 +244,7 @@ class _PieceChecker:
             outcome = self.run.error_outcome(_not_checked(path, number, *task.skipped[offset]),
                                              f"{path}:{number}" if number else path)
         else:
-            outcome = self.run.outcome(unit)
+            outcome = self.run.outcome(unit or next(units_of([Path(task.piece.path)])))
         self.writer.write(outcome)
         shared[base + _AT] = 0
         return outcome

@@ -4,6 +4,7 @@ item 19), and the journal's resume point survives a record cut short."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -106,6 +107,73 @@ def test_a_worker_killed_at_random_instants_with_fail_fast_stops_where_one_proce
                           "--fail-fast", "b.jsonl"], cwd=folder, capture_output=True, timeout=120)
     ran, _ = _run_with_kills(folder, 99, KILLS_PER_RUN, "--fail-fast")
     assert (ran.stdout, ran.stderr, ran.returncode) == (one.stdout, one.stderr, one.returncode)
+
+
+# ---------------------------------------------------------------- a worker that dies reading a .json bundle
+
+
+def _holding(worker: int, path: Path) -> bool:
+    """Whether the worker has ``path`` open (so it is reading it)."""
+    try:
+        return any(os.readlink(f"/proc/{worker}/fd/{fd}") == str(path) for fd in os.listdir(f"/proc/{worker}/fd"))
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("fault", ["killed", "hung"])
+def test_a_worker_that_dies_or_hangs_reading_a_json_bundle_costs_only_that_bundle(tmp_path, fault):
+    # x.json becomes a FIFO once the workers are up (after the parent saw regular files), so a
+    # worker reading it blocks there, at a fixed point inside the read: it is killed there,
+    # or (hung) left for the watchdog. Read before the bundle was marked under way, each
+    # death counted as one without progress (the run stopped with E182) and each watchdog
+    # kill left no bundle to blame (the piece was retried for ever).
+    (tmp_path / "sec.rubric").write_text(STRICT)
+    lines = [json.dumps({"evidence": [dict(TEN_K, detail=f"item {n}")]}) for n in range(3000)]
+    (tmp_path / "b.jsonl").write_text("\n".join(lines) + "\n")
+    (tmp_path / "c.json").write_text(lines[0])
+    fifo = tmp_path / "x.json"
+    fifo.write_text(lines[0])
+    os.mkfifo(tmp_path / "x.fifo")
+    one = subprocess.run([sys.executable, "-m", "admiss", "check", "--rubric", "sec.rubric", "--format", "json",
+                          "b.jsonl", "c.json"], cwd=tmp_path, capture_output=True, timeout=120)
+    timeout = ["--bundle-timeout", "3"] if fault == "hung" else []
+    kills, writer = 0, None
+    with (tmp_path / "out").open("wb") as out, (tmp_path / "err").open("wb") as err:  # no pipe to fill up
+        proc = subprocess.Popen([sys.executable, "-m", "admiss", "check", "--rubric", "sec.rubric", "--format", "json",
+                                 "--jobs", "2", *timeout, "b.jsonl", "x.json", "c.json"], cwd=tmp_path,
+                                stdout=out, stderr=err)
+    try:
+        deadline = time.monotonic() + 60
+        while not workers_of(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.001)
+        os.rename(tmp_path / "x.fifo", fifo)
+        while fault == "killed" and proc.poll() is None and kills < 5 and time.monotonic() < deadline:
+            if writer is None:  # held open from the first reader on, so each reader blocks in its read
+                with contextlib.suppress(OSError):  # ENXIO: no reader yet
+                    writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            for worker in workers_of(proc.pid):
+                if writer is not None and _holding(worker, fifo):
+                    os.kill(worker, signal.SIGKILL)
+                    kills += 1
+                    while _alive(worker):
+                        time.sleep(0.001)
+            time.sleep(0.002)
+        proc.wait(timeout=60)
+    finally:
+        proc.kill()
+        if writer is not None:
+            os.close(writer)
+    out, err = (tmp_path / "out").read_bytes(), (tmp_path / "err").read_bytes()
+    assert b"Traceback" not in err and proc.returncode == 2, err
+    reports = out.splitlines()
+    assert reports[:3000] + reports[3001:] == one.stdout.splitlines()
+    error = json.loads(reports[3000])
+    assert error["bundle"] == "x.json" and error["error"][0]["code"] == ("E181" if fault == "killed" else "E183")
+    if fault == "killed":
+        assert kills == 2  # checked once more after the first death, not read after the second
+        assert b"x.json: E181 the worker process checking this bundle died (killed by SIGKILL)" in err
+    else:
+        assert b"x.json: E183 the worker process checking this bundle was ended: no progress in 3 s" in err
 
 
 # ---------------------------------------------------------------- a worker stopped by its gate

@@ -103,6 +103,11 @@ def run_process(cmd: Sequence[str], stdin: Path | None = None, stdout: Path | No
     the maximum over every child this run has ever waited for.
     """
     stdin_file = open(stdin, "rb") if stdin else subprocess.DEVNULL
+    if stdout and Path(stdout).is_file():
+        # A new file, not the last run's truncated: on ext4 a file truncated to 0 is sent to
+        # disk when closed (auto_da_alloc), so each run's output (267 MB in the batch
+        # section) was written to disk while the next run was timed.
+        Path(stdout).unlink(missing_ok=True)
     stdout_file = open(stdout, "wb") if stdout else subprocess.DEVNULL
     try:
         start = time.perf_counter()

@@ -261,6 +261,34 @@ def test_a_reports_exclusion_counts_survive_their_packing(monkeypatch):
     assert counts == [(12, 2, 1), (30, 17, 2)]
 
 
+def test_a_reports_counts_in_a_word_and_past_it():
+    # Where a bundle's items are few enough for every count of the rubric's properties to
+    # fit a machine word together, they go in fewer bits a count (_SMALL); one item more
+    # and they go in the wide packing (_FAST): the counts arrive the same either way.
+    rubric = admiss.compile_source(REPORT_RUBRIC, name="ops")
+    limit = (1 << otel._small_bits(len(rubric.ir.properties))) - 1
+    forbidden = {"kind": "summary", "detail": "s", "source_label": "recap"}
+    shortcut = {"kind": "verified_external_source", "detail": "n", "source_label": "news article"}
+    other = {"kind": "other", "detail": "o", "source_label": "o"}
+    sizes = [(limit - 23, 20, 3), (limit - 22, 20, 3)]  # limit items, then one more
+    reports = [rubric.check({"evidence": [forbidden] * f + [shortcut] * s + [other] * o}, "big") for f, s, o in sizes]
+    kept = _Kept()
+    facts = otel._ReportFacts(kept)
+    for report in reports:
+        facts.add(report)
+    facts.sent()
+    assert [held[0] for _, _, group in kept.puts for held in group if held[0] != otel._RUBRIC] == \
+        [otel._SMALL, otel._FAST]
+    made, _ = _through_the_exporter(reports)
+    got = ExportLogsServiceRequest.FromString(otlp_wire.export_request(b"", b"", made))
+    counts = []
+    for record in got.resource_logs[0].scope_logs[0].log_records:
+        said = {kv.key: kv.value.int_value for kv in record.attributes}
+        counts.append(tuple(said["admiss.excluded." + r] for r in ("forbidden", "shortcut_rejected", "inadmissible")))
+    # named_operator: as the items say; stated_output: every item is inadmissible to it.
+    assert counts == [sizes[0], (0, 0, sum(sizes[0])), sizes[1], (0, 0, sum(sizes[1]))]
+
+
 REPORT_RUBRIC = """RUBRIC ops "Operator claims"
 PROPERTY named_operator "Named operator evidence comes from a filing" {
   ADMIT verified_external_source

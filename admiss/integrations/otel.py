@@ -422,13 +422,13 @@ _SECOND, _JOINED, _STEPS = operator.itemgetter(1), itertools.chain.from_iterable
 # The facts _ReportFacts hands over: a report of the common shape (its counts in _BITS a
 # count, or in its rubric's _small_bits), a report told in full, a rubric.
 _FAST, _FULL, _RUBRIC, _SMALL = 0, 1, 2, 3
+_REPORTS_A_PUT = 64
 
 
 def _small_bits(properties: int) -> int:
-    """The bits a count that the packed counts of a rubric of ``properties`` properties
-    fit in a machine word with (0: they do not)."""
+    """How many bits a count has when all the packed counts of a rubric of ``properties``
+    properties (three a property) must fit in _WORD_BITS (0: they cannot)."""
     return min(_BITS, _WORD_BITS // (3 * max(1, properties)))
-_REPORTS_A_PUT = 64
 
 
 class _ReportFacts:

@@ -227,6 +227,8 @@ class CompiledChain:
 
     async def arun_rung(self, rung: CompiledRung, candidate: Candidate) -> list[GateRecord]:
         """:meth:`run_rung` inside a running event loop."""
+        if not rung.costly:
+            return _cheap_only(rung, candidate)
         results, failed = _cheap_first(rung, candidate)
         if failed is None and rung.costly:
             results.update(await _run_costly(rung.costly, candidate))
@@ -259,6 +261,21 @@ def _cheap_first(rung: CompiledRung, candidate: Candidate) -> tuple[dict[int, Ga
         if record.effective == FAIL:
             return results, f"not run: {gate.ir.kind} failed first"
     return results, None
+
+
+def _cheap_only(rung: CompiledRung, candidate: Candidate) -> list[GateRecord]:
+    """The records of a rung whose gates are all cheap, in written order: :func:`_cheap_first`
+    without the dict by gate that puts costly gates' records among them (the served request's
+    usual rung: non_empty, tool_calls, admissibility)."""
+    records = []
+    for gate in rung.gates:
+        record = _run_cheap(gate, candidate)
+        records.append(record)
+        if record.effective == FAIL:
+            reason = f"not run: {gate.ir.kind} failed first"
+            records += [GateRecord(g.ir.kind, SKIPPED, SKIPPED, reason=reason) for g in rung.gates[len(records):]]
+            break
+    return records
 
 
 def model_calls(chain: ir.Chain) -> list[ModelCall]:
@@ -310,13 +327,6 @@ def _raised(exc: Exception) -> GateResult:
     return GateResult(ABSTAIN, reason=f"gate raised {type(exc).__name__}: {exc}", fault=GATE_FAULT)
 
 
-def _guarded(run, candidate: Candidate) -> GateResult:
-    try:
-        return run(candidate)
-    except Exception as exc:
-        return _raised(exc)
-
-
 def _disabled(gate: CompiledGate) -> GateRecord | None:
     if not gate.budget.disabled:
         return None
@@ -341,11 +351,16 @@ def _finish(gate: CompiledGate, result: GateResult, started: float) -> GateRecor
 
 
 def _run_cheap(gate: CompiledGate, candidate: Candidate) -> GateRecord:
-    disabled = _disabled(gate)
-    if disabled is not None:
-        return disabled
+    # The budget's test and the guard spelled out here: a served request runs three cheap
+    # gates, and each of their two calls was paid per gate.
+    if gate.budget.disabled_reason is not None:
+        return _disabled(gate)
     started = time.perf_counter()
-    return _finish(gate, _guarded(gate.check.run, candidate), started)
+    try:
+        result = gate.check.run(candidate)
+    except Exception as exc:
+        result = _raised(exc)
+    return _finish(gate, result, started)
 
 
 async def _run_one(gate: CompiledGate, candidate: Candidate) -> GateRecord:

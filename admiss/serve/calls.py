@@ -252,6 +252,26 @@ def reads_prompt(rung: CompiledRung) -> bool:
     return any(gate.ir.kind not in PROMPTLESS_GATES for gate in rung.gates)
 
 
+@attrs.frozen
+class RungPlan:
+    """What a rung's model call adds to every request, from ``[rungs.CHAIN.RUNG]`` and the
+    rung's gates: made once per rung, not once per request."""
+
+    # The rung's system message ahead of the request's (empty without one). Shared by every
+    # request's call: nothing downstream changes a message it is sent.
+    system: list[dict[str, Any]]
+    # The request fields the settings set (the request's own win).
+    params: dict[str, Any]
+    reads_prompt: bool
+
+
+def rung_plan(ctx: GateContext, chain: str, rung: CompiledRung) -> RungPlan:
+    """``rung``'s :class:`RungPlan` under ``ctx``'s configuration."""
+    settings = ctx.config.rung_settings(chain, rung.name)
+    return RungPlan([{"role": "system", "content": settings.system}] if settings.system else [],
+                    settings.params(), reads_prompt(rung))
+
+
 @attrs.define
 class RungCall:
     """One rung's model call that returned."""
@@ -270,12 +290,16 @@ class LiveRungs:
                  supplied_cost: Mapping[str, float] | None = None, calls: list[Call] | None = None,
                  evidence: tuple[dict, ...] = (), meta: dict | None = None,
                  conversation: Callable[[str, str | None], tuple[dict, ...]] | None = None,
-                 carry: Callable[[Completion], Completion | str] | None = None):
+                 carry: Callable[[Completion], Completion | str] | None = None,
+                 plans: dict[str, RungPlan] | None = None):
         """``conversation(rung, output)``, when given, makes a made candidate's evidence: the
         request's conversation with the candidate's output as the final answer. ``carry``,
         when given, turns a completion into what the client's wire format serves of it, or
-        says why that format cannot carry it (the rung then escalates, its call billed)."""
+        says why that format cannot carry it (the rung then escalates, its call billed).
+        ``plans``: each rung's :class:`RungPlan` by name, filled as rungs are reached; a
+        caller that runs the chain again and again (the router) keeps one for all its runs."""
         self.ctx = ctx
+        self.plans = {} if plans is None else plans
         self.carry = carry
         self.conversation = conversation
         # What a made candidate carries besides its output: the bundle's evidence and meta.
@@ -299,9 +323,9 @@ class LiveRungs:
             return self.supplied[rung.name], self.supplied_cost.get(rung.name, 0.0), ""
         if self.messages is None:
             return None, 0.0, "not run: the bundle has no prompt to send to the rung's model"
-        settings = self.ctx.config.rung_settings(self.chain, rung.name)
-        messages = ([{"role": "system", "content": settings.system}] if settings.system else []) + self.messages
-        params = {**settings.params(), **self.params}
+        plan = self.plans.get(rung.name) or self.plans.setdefault(rung.name, rung_plan(self.ctx, self.chain, rung))
+        messages = plan.system + self.messages
+        params = {**plan.params, **self.params} if plan.params else self.params
         started = time.perf_counter()
         try:
             completion = await self.ctx.providers.complete(rung.model or "", messages, params)
@@ -316,7 +340,7 @@ class LiveRungs:
         completion = carried
         self.calls[rung.name] = RungCall(completion, cost, round((time.perf_counter() - started) * 1000, 3))
         evidence = self.conversation(rung.name, completion.text) if self.conversation else self.evidence
-        prompt = transcript(messages) if reads_prompt(rung) else None
+        prompt = transcript(messages) if plan.reads_prompt else None
         candidate = Candidate(output=completion.text, model=rung.model, prompt=prompt, meta=self.meta,
                               evidence=evidence, rung=rung.name, messages=tuple(messages), params=params,
                               tool_calls=completion.tool_calls)

@@ -32,7 +32,7 @@ from admiss.providers import Completion, ProviderError, recording_calls, split_m
 from admiss.receipts import StoreError, StoreWriter, open_writer, utc_timestamp
 from admiss.redact import redact, redacted_and_text
 from admiss.report.json import chain_dict
-from admiss.serve.calls import LiveRungs, checked_params, known_messages, transcript
+from admiss.serve.calls import LiveRungs, RungPlan, checked_params, known_messages, transcript
 from admiss.serve.conversation import (
     Conversation, Readings, RecalledConversation, call_keys, conversation_trace, part_keys,
 )
@@ -138,6 +138,8 @@ class Router:
         # millisecond for 40 messages, spent for nothing otherwise).
         self._reads_conversation = any(g.ir.kind == "admissibility" for r in self.chain.rungs for g in r.gates)
         self.readings = Readings(rubric.compiled.mapping)
+        # Each rung's system message, settings' fields and prompt need, made on its first call.
+        self._plans: dict[str, RungPlan] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
@@ -173,7 +175,8 @@ class Router:
             # the model; a rung that answers first maps it itself.
             asyncio.get_running_loop().call_soon(conversation.prepare)
         rungs = LiveRungs(self.ctx, self.chain.name, request.messages, request.params, calls=recording_calls(),
-                          conversation=conversation.evidence if conversation else None, carry=request.carry)
+                          conversation=conversation.evidence if conversation else None, carry=request.carry,
+                          plans=self._plans)
         result = await self.chain.arun(rungs.produce)
         call = rungs.calls.get(result.served) if result.served is not None else None
         tool_calls = call.completion.tool_calls if call else ()

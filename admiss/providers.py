@@ -489,9 +489,12 @@ class ChatClient:
         """ProviderError when ``completion`` repeats the credentials this client sent:
         whatever a server says, admiss never hands them on (to a client, a judge's reason, a
         receipt). Refused as the server's fault, so a rung escalates and a gate abstains."""
+        secrets = self.secrets()
+        if not secrets:
+            return  # a provider without a key or user-info (a local server) has nothing to echo
         # The answer holds the text and the tool calls' names and arguments: all of it may be served.
         ids = " ".join(call["id"] for call in completion.tool_calls)
-        if holds_secret(f"{completion.answer}\n{ids}\n{completion.finish_reason or ''}", self.secrets()):
+        if holds_secret(f"{completion.answer}\n{ids}\n{completion.finish_reason or ''}", secrets):
             raise ProviderError(f"{self._where()}: the reply repeats the credentials it was sent "
                                 "(its key or URL user-info); refused")
 
@@ -831,9 +834,11 @@ def _usage(data: Any) -> Usage | None:
 def _counted(inputs: Sequence[Any], output: Any) -> Usage | None:
     """The usage of a reply's input counts (summed) and output count, as the server sent
     them: None unless each is a count, out of bounds when one is past belief."""
-    counts = (*inputs, output)
-    if not inputs or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in counts):
+    if not inputs:
         return None
+    for n in (*inputs, output):  # a loop, not all() over a generator: this runs on every reply
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            return None
     if max(sum(inputs), output) > MAX_CALL_TOKENS:
         return Usage(out_of_bounds=True)
     return Usage(sum(inputs), output)

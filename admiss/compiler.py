@@ -80,6 +80,13 @@ def offered(rows: list[Row], name: str) -> list[Row]:
     return [row for row in rows if row[3] is None or row[3] == name]
 
 
+def offered_rows(items: Iterable[dict], name: str) -> list[Row]:
+    """``offered(rows_of(items), name)`` in one pass over the items (the admissibility gate's
+    rows: a served request's gate checks one property or a few)."""
+    return [(item["kind"], item["source_label"], item, named) for item in items
+            if (named := item.get("property")) is None or named == name]
+
+
 class CompiledProperty:
     """One property, ready to classify evidence rows."""
 

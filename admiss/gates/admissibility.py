@@ -8,7 +8,7 @@ that follows them is checked once their results are in the conversation.
 from __future__ import annotations
 
 from admiss import ir
-from admiss.compiler import offered, rows_of
+from admiss.compiler import offered_rows
 from admiss.gates.base import FAIL, PASS, Candidate, GateCheck, GateContext, GateResult
 
 
@@ -20,8 +20,8 @@ def build(gate: ir.Gate, ctx: GateContext) -> GateCheck:
         if candidate.tool_calls and not (candidate.output or "").strip():
             return GateResult(PASS, reason=f"no claim to prove: the candidate only proposes "
                               f"{len(candidate.tool_calls)} tool call(s), which are never evidence")
-        rows = rows_of(candidate.evidence)
-        results = [p.check(offered(rows, p.name)) for p in properties]
+        # One pass over the evidence per property (rows_of, then offered, made two lists of it).
+        results = [p.check(offered_rows(candidate.evidence, p.name)) for p in properties]
         missing = [r.prop.name for r in results if r.verdict == "no"]
         verdict = FAIL if missing else PASS
         reason = f"no admissible evidence for: {', '.join(missing)}" if missing else \

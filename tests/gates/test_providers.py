@@ -160,3 +160,20 @@ def test_cost_from_usage_and_prices():
     assert cost_usd(config, "local/m", [Usage(1_000_000, 500_000), Usage(0, 0)]) == (6.0, None)
     assert cost_usd(config, "LOCAL/M", [Usage(1_000_000, 0), None]) == (2.0, "1 call(s) reported no token usage and are not priced")
     assert cost_usd(config, "local/other", [Usage(10, 10)]) == (0.0, 'local/other is unpriced: add [prices."local/other"] to admiss.toml')
+
+
+@pytest.mark.parametrize("base_url, environ, refused", [
+    ("http://127.0.0.1:9/v1", {}, False),  # nothing was sent to echo: the look is skipped
+    ("http://user:hunter2-secret@127.0.0.1:9/v1", {}, True),  # keyless, but the URL's user-info
+    ("http://127.0.0.1:9/v1", {"KEY": "sk-live-0123456789"}, True),
+])
+def test_a_reply_echoing_what_was_sent_is_refused_keyless_or_not(base_url, environ, refused):
+    from admiss.providers import ChatClient
+
+    client = ChatClient(ProviderConfig("local", base_url, api_key_env="KEY" if environ else None), environ)
+    echo = Completion("the password is hunter2-secret, the key sk-live-0123456789", Usage(1, 1))
+    if refused:
+        with pytest.raises(ProviderError, match="repeats the credentials"):
+            client.refuse_echo(echo)
+    else:
+        client.refuse_echo(echo)

@@ -15,7 +15,7 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 
 import attrs
 
-from admiss.cascade import CompiledRung
+from admiss.cascade import CompiledRung, ms_since
 from admiss.gates.base import Candidate, GateContext
 from admiss.providers import Call, Completion, ProviderError, cost_usd
 from admiss.serve.memo import Known, Memo, known_runs
@@ -326,7 +326,7 @@ class LiveRungs:
         plan = self.plans.get(rung.name) or self.plans.setdefault(rung.name, rung_plan(self.ctx, self.chain, rung))
         messages = plan.system + self.messages
         params = {**plan.params, **self.params} if plan.params else self.params
-        started = time.perf_counter()
+        started = time.perf_counter_ns()
         try:
             completion = await self.ctx.providers.complete(rung.model or "", messages, params)
         except ProviderError as exc:
@@ -338,7 +338,7 @@ class LiveRungs:
             self.errors[rung.name] = carried
             return None, cost, f"not run: {carried}"
         completion = carried
-        self.calls[rung.name] = RungCall(completion, cost, round((time.perf_counter() - started) * 1000, 3))
+        self.calls[rung.name] = RungCall(completion, cost, ms_since(started))
         evidence = self.conversation(rung.name, completion.text) if self.conversation else self.evidence
         prompt = transcript(messages) if plan.reads_prompt else None
         candidate = Candidate(output=completion.text, model=rung.model, prompt=prompt, meta=self.meta,

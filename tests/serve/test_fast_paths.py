@@ -114,3 +114,40 @@ def test_a_conversation_mapped_ahead_gives_what_one_mapped_on_demand_gives(route
     assert ahead._mapped is not None and on_demand._mapped is None
     assert ahead.evidence("cheap", text) == on_demand.evidence("cheap", text)
     assert ahead.summary() == on_demand.summary()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(output=st.none() | texts | json_texts, proposed=tool_calls, earlier=tool_calls,
+       answers=st.lists(results, max_size=3))
+def test_a_rung_of_cheap_gates_records_what_the_general_path_records(router, output, proposed, earlier, answers):
+    from admiss.cascade import (_CANCELLED, ChainResult, TopRung, _cheap_first, _cheap_only, _in_written_order,
+                                rung_record)
+
+    messages = conversation_of(earlier, answers)
+    conversation = Conversation(conversation_trace({"messages": messages}), router.rubric.compiled.mapping)
+    rung = router.chain.rungs[0]
+    assert not rung.costly
+    candidate = Candidate(output=output, model="fake/cheap", rung=rung.name, messages=tuple(messages),
+                          evidence=conversation.evidence(rung.name, output), tool_calls=tuple(proposed))
+    results_by_gate, failed = _cheap_first(rung, candidate)
+
+    def reported(records: list) -> dict:  # as the receipt has them (a property's result compares so)
+        report = chain_dict(ChainResult("inline", None, [rung_record(rung, candidate, 0.0, records, last=True)],
+                                        TopRung(rung.name, None, None)))
+        for gate in report["rungs"][0]["gates"]:
+            gate.pop("duration_ms")
+        return report
+
+    assert reported(_cheap_only(rung, candidate)) == reported(
+        _in_written_order(rung, results_by_gate, failed or _CANCELLED))
+
+
+@given(st.lists(st.builds(lambda kind, label, named: {"kind": kind, "source_label": label, "detail": {},
+                                                      **({} if named is None else {"property": named})},
+                          st.sampled_from(["tool_call", "final_answer"]), texts,
+                          st.none() | st.sampled_from(["refund_issued", "other"])), max_size=8),
+       st.sampled_from(["refund_issued", "other"]))
+def test_offered_rows_are_the_rows_offered(items, name):
+    from admiss.compiler import offered, offered_rows, rows_of
+
+    assert offered_rows(items, name) == offered(rows_of(items), name)

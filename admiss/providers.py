@@ -685,6 +685,9 @@ def _tried(retries: int) -> str:
     return f" after {retries} retries" if retries else ""
 
 
+_MODELS_KEPT = 64
+
+
 class Providers:
     """The clients of one run, one per configured provider; close them with :meth:`aclose`.
 
@@ -697,6 +700,9 @@ class Providers:
         self._environ = os.environ if environ is None else environ
         self._clients: dict[str, ChatClient] = {}
         self._routes: dict[str, Route] = {}
+        # Model ids met so far, split into provider and model (only those that split: a bad
+        # one raises every time), at most _MODELS_KEPT: a bundle's candidate may name any.
+        self._named: dict[str, tuple[str, str]] = {}
         self._fast: SenderMaker | None = None
         self._routed: SenderMaker | None = None
 
@@ -718,7 +724,12 @@ class Providers:
     async def complete(self, model: str, messages: Sequence[Mapping[str, Any]],
                        params: Mapping[str, Any] | None = None) -> Completion:
         """Send ``messages`` to ``"NAME/model"`` through provider NAME."""
-        name, model_name = split_model(model)
+        named = self._named.get(model)
+        if named is None:  # a rung's model id, split once rather than on each of its calls
+            named = split_model(model)
+            if len(self._named) < _MODELS_KEPT:
+                self._named[model] = named
+        name, model_name = named
         client = self._client(name)
         completion = await client.complete(model_name, messages, params)
         calls = _calls.get()

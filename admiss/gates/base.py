@@ -72,7 +72,8 @@ class GateResult:
     def __attrs_post_init__(self) -> None:
         if self.error and self.fault is None:
             object.__setattr__(self, "fault", GATE_FAULT)
-        object.__setattr__(self, "error", self.fault is not None)
+        if self.error is not (self.fault is not None):  # set only when it changes: most results are verdicts
+            object.__setattr__(self, "error", self.fault is not None)
 
 
 def unsendable(candidate: Candidate) -> GateResult | None:

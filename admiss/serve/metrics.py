@@ -160,7 +160,7 @@ class GatewayMetrics:
         Every receipt calls this and the budgets rarely move, so the values last set are
         kept and only a changed one is set (each set takes its gauge's lock: setting them
         all after every receipt was a third of counting one, docs/performance.md#the-gateway)."""
-        values = tuple((budget.error_rate, 1.0 if budget.disabled else 0.0) for _, _, budget in self._gate_gauges[chain])
+        values = tuple([budget.health() for _, _, budget in self._gate_gauges[chain]])
         if self._gate_values.get(chain) == values:
             return
         self._gate_values[chain] = values

@@ -13,6 +13,7 @@ echo it (:func:`url_secrets`), wherever a server or a program echoes them.
 from __future__ import annotations
 
 import base64
+import functools
 import re
 from typing import Any, Iterable, Mapping
 from urllib.parse import unquote, urlsplit
@@ -37,9 +38,23 @@ def redact(text: str, secrets: Iterable[str] = (), same_length: bool = False) ->
 
     if _has_user_info(text):
         text = _USERINFO.sub(lambda m: f"{m[1]}{mask(m[0][len(m[1]):-1])}@", text)
-    for secret in sorted(secrets, key=len, reverse=True):
+    for secret in _longest_first(secrets):
         text = text.replace(secret, mask(secret))
     return text
+
+
+def _longest_first(secrets: Iterable[str]) -> tuple[str, ...]:
+    """``secrets``, longest first, so a secret holding another is masked whole."""
+    if type(secrets) is not tuple:
+        return tuple(sorted(secrets, key=len, reverse=True))
+    # Every gate reason and provider error of a request is redacted with the gateway's
+    # one tuple of secrets, mostly none: sorted once, not at every call.
+    return secrets if len(secrets) < 2 else _sorted_once(secrets)
+
+
+@functools.lru_cache(maxsize=16)
+def _sorted_once(secrets: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(sorted(secrets, key=len, reverse=True))
 
 
 def key_values(env_names: Iterable[str | None], environ: Mapping[str, str]) -> tuple[str, ...]:

@@ -23,6 +23,15 @@ def test_key_values_are_masked_longest_first():
     assert redact("keys sk-abcdefgh and sk-abcdefgh-longer", ["sk-abcdefgh", "sk-abcdefgh-longer"]) == "keys *** and ***"
 
 
+def test_a_tuple_of_secrets_is_masked_longest_first_at_every_call():
+    # A tuple's order is worked out once and kept (redact._longest_first): the kept order
+    # must be longest first whatever order the tuple gives, call after call.
+    secrets = ("sk-abcdefgh", "sk-abcdefgh-longer", "sk-abcdefgh-longest")
+    for _ in range(2):
+        assert redact("sk-abcdefgh-longest, sk-abcdefgh-longer, sk-abcdefgh", secrets) == "***, ***, ***"
+        assert redact("a sk-abcdefgh-longer b", secrets, same_length=True) == "a " + "*" * 18 + " b"
+
+
 def test_only_set_and_long_enough_variables_are_keys():
     environ = {"A": "sk-0123456789", "B": "short", "C": ""}
     assert key_values(["A", "B", "C", "UNSET", None], environ) == ("sk-0123456789",)

@@ -35,18 +35,25 @@ def positions_of(evidence: Sequence[dict]) -> Positions:
 Own = Callable[[Any], Any]
 
 
-def _shared(value: Any) -> Any:
+def shared(value: Any) -> Any:
+    """The ``own`` of a report whose values are its own to give away: the value itself."""
     return value
 
 
 def lean_excluded(excluded: list[tuple[dict, "Exclusion"]], positions: Positions,
                   own: Own = copy.deepcopy) -> list[dict]:
     """One new dict per exclusion: the seed's detail and reason, and the item's index."""
-    return [{"detail": item["detail"], "reason": exclusion.reason, "index": positions.get(id(item))}
-            if "step" not in item else
-            {"detail": item["detail"], "reason": exclusion.reason, "index": positions.get(id(item)),
-             "step": own(item["step"])}
-            for item, exclusion in excluded]
+    index = positions.get
+    out = [{"detail": item["detail"], "reason": exclusion.reason, "index": index(id(item)), "step": item["step"]}
+           if "step" in item else {"detail": item["detail"], "reason": exclusion.reason, "index": index(id(item))}
+           for item, exclusion in excluded]
+    # A receipt's entries (the bulk of an agent's receipt) take the steps as they are; a
+    # report handed to a caller copies them after, rather than a call per entry for all.
+    if own is not shared:
+        for entry in out:
+            if "step" in entry:
+                entry["step"] = own(entry["step"])
+    return out
 
 
 def _nested(item: dict) -> bool:
@@ -189,5 +196,5 @@ def report_dict(report: "ReportData", full: bool = False, own: Own = copy.deepco
 def report_json(report: "ReportData", full: bool = False, indent: bool = False) -> bytes:
     """The JSON report as UTF-8 bytes (one line, or indented by two spaces), built without
     copying the bundle's values: the dict lives only until it is written."""
-    data = report_dict(report, full, _shared)
+    data = report_dict(report, full, shared)
     return dumps_indented(data) if indent else dumps_line(data)

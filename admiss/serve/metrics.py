@@ -85,14 +85,11 @@ class GatewayMetrics:
                               registry=r, multiprocess_mode="livemax")
         self.disabled_count = Gauge("admiss_gates_disabled", "How many gates their error budgets disabled", ["chain"],
                                     registry=r, multiprocess_mode="livemax")
-        # Label values come from the rubric's names and fixed words, so this stays small.
-        self._children: dict[tuple, Any] = {}
-        # What a receipt counts, looked up by what it says (see observe): an answer's by
-        # (chain, served rung), a rung's by (chain, rung), a gate run's by (chain, rung, gate, verdict).
-        self._answers: dict[tuple, tuple] = {}
-        self._rung_costs: dict[tuple, Any] = {}
-        self._rung_latencies: dict[tuple, Any] = {}
-        self._gate_runs: dict[tuple, tuple] = {}
+        # What a receipt counts, made once and kept, keyed by (what, *labels): looking a
+        # child up costs more than counting. ``what`` is a metric (its child) or one of
+        # _SERIES' names (the two or three series one answer or gate run moves). Label
+        # values come from the rubric's names and fixed words, so this stays small.
+        self._series: dict[tuple, Any] = {}
         # Per chain, each gate's two gauges with its budget, looked up once: they are set
         # after every receipt.
         self._gate_gauges = {name: [(self.error_rate.labels(name, rung, gate, str(position)),
@@ -110,52 +107,47 @@ class GatewayMetrics:
         # Each series is looked up once per what it counts, one dict look-up for the two or
         # three a rung or gate run moves: looking children up one by one was a third of
         # counting an agent's receipt (13 look-ups; benchmarks/bench_gateway_cpu.py).
+        kept = self._series.get
         chain = receipt["chain"]
         name, served = chain["name"], chain["served"]
-        for counter in self._answers.get((name, served)) or self._answer_series(name, served):
+        for counter in kept(("answer", name, served)) or self._made("answer", name, served):
             counter.inc()
         # A cost counter's child is made (so its series shows at 0) but a zero not added:
         # most gates and many rungs cost nothing, and each addition takes the counter's lock.
         for rung in chain["rungs"]:
             rung_name = rung["rung"]
-            model_cost = self._rung_costs.get((name, rung_name)) or self._rung_cost(name, rung_name)
+            model_cost = kept((self.model_cost, name, rung_name)) or self._made(self.model_cost, name, rung_name)
             if rung["cost_usd"]:
                 model_cost.inc(rung["cost_usd"])
             for gate in rung["gates"]:
-                key = (name, rung_name, gate["gate"], gate["verdict"])
-                verdicts, latency, gate_cost = self._gate_runs.get(key) or self._gate_series(key)
+                key = ("gate run", name, rung_name, gate["gate"], gate["verdict"])
+                verdicts, latency, gate_cost = kept(key) or self._made(*key)
                 verdicts.inc()
                 if latency is not None:
                     latency.observe(gate["duration_ms"] / 1000)
                 if gate["gate_cost_usd"]:
                     gate_cost.inc(gate["gate_cost_usd"])
+        rung_latency = self.rung_latency
         for rung_name, ms in receipt["latency_ms"].items():
-            (self._rung_latencies.get((name, rung_name)) or self._rung_latency(name, rung_name)).observe(ms / 1000)
+            (kept((rung_latency, name, rung_name)) or self._made(rung_latency, name, rung_name)).observe(ms / 1000)
         self._gate_health(name)
+
+    def _made(self, what: Any, *labels: str) -> Any:
+        """What ``(what, *labels)`` names (see ``_series``), made and kept."""
+        found = self._series[(what, *labels)] = _SERIES[what](self, *labels) if type(what) is str \
+            else what.labels(*labels)
+        return found
 
     def _answer_series(self, chain: str, served: str | None) -> tuple:
         """The counters an answer of ``chain`` moves: its outcome's, and its rung's serves."""
-        outcome = self._child(self.requests, chain, "served" if served is not None else "exhausted")
-        found = self._answers[chain, served] = (outcome,) if served is None else \
-            (outcome, self._child(self.serves, chain, served))
-        return found
+        outcome = self._made(self.requests, chain, "served" if served is not None else "exhausted")
+        return (outcome,) if served is None else (outcome, self._made(self.serves, chain, served))
 
-    def _rung_cost(self, chain: str, rung: str) -> Any:
-        found = self._rung_costs[chain, rung] = self._child(self.model_cost, chain, rung)
-        return found
-
-    def _rung_latency(self, chain: str, rung: str) -> Any:
-        found = self._rung_latencies[chain, rung] = self._child(self.rung_latency, chain, rung)
-        return found
-
-    def _gate_series(self, key: tuple[str, str, str, str]) -> tuple:
+    def _gate_series(self, chain: str, rung: str, gate: str, verdict: str) -> tuple:
         """A gate run's verdict counter, latency histogram (None for a skipped gate, which
         took no time) and cost counter."""
-        chain, _, gate, verdict = key
-        latency = self._child(self.gate_latency, chain, gate) if verdict != "skipped" else None
-        found = self._gate_runs[key] = (self._child(self.verdicts, *key), latency,
-                                        self._child(self.gate_cost, chain, gate))
-        return found
+        latency = self._made(self.gate_latency, chain, gate) if verdict != "skipped" else None
+        return (self._made(self.verdicts, chain, rung, gate, verdict), latency, self._made(self.gate_cost, chain, gate))
 
     def refresh_gates(self) -> None:
         """Set every chain's gate gauges again (after another gateway's budgets changed them)."""
@@ -168,22 +160,14 @@ class GatewayMetrics:
         Every receipt calls this and the budgets rarely move, so the values last set are
         kept and only a changed one is set (each set takes its gauge's lock: setting them
         all after every receipt was a third of counting one, docs/performance.md#the-gateway)."""
-        values = tuple((budget.error_rate, 1.0 if budget.disabled else 0.0) for _, _, budget in self._gate_gauges[chain])
+        values = tuple([budget.health() for _, _, budget in self._gate_gauges[chain]])
         if self._gate_values.get(chain) == values:
             return
         self._gate_values[chain] = values
         for (rate_gauge, disabled_gauge, _), (rate, disabled) in zip(self._gate_gauges[chain], values):
             rate_gauge.set(rate)
             disabled_gauge.set(disabled)
-        self._child(self.disabled_count, chain).set(sum(disabled for _, disabled in values))
-
-    def _child(self, metric: Any, *labels: str) -> Any:
-        """``metric.labels(*labels)``, kept: looking a child up costs more than counting."""
-        key = (metric, labels)
-        found = self._children.get(key)
-        if found is None:
-            found = self._children[key] = metric.labels(*labels)
-        return found
+        self._made(self.disabled_count, chain).set(sum(disabled for _, disabled in values))
 
     def exposition(self) -> tuple[bytes, str]:
         """The metrics in Prometheus' text format, and its content type: every worker's,
@@ -199,3 +183,7 @@ class GatewayMetrics:
         """In multiprocess mode, take this worker's live gauges off the page as it stops."""
         if multiprocess_mode():
             multiprocess.mark_process_dead(os.getpid())
+
+
+# The composite series a receipt moves, by the name its key starts with (GatewayMetrics._made).
+_SERIES = {"answer": GatewayMetrics._answer_series, "gate run": GatewayMetrics._gate_series}

@@ -31,7 +31,7 @@ from admiss.gates.base import Candidate
 from admiss.providers import Completion, ProviderError, recording_calls, split_model
 from admiss.receipts import StoreError, StoreWriter, open_writer, utc_timestamp
 from admiss.redact import redact, redacted_and_text
-from admiss.report.json import chain_dict
+from admiss.report.json import chain_dict, shared
 from admiss.serve.calls import LiveRungs, RungPlan, checked_params, known_messages, transcript
 from admiss.serve.conversation import (
     Conversation, Readings, RecalledConversation, call_keys, conversation_trace, part_keys,
@@ -245,7 +245,7 @@ class Router:
             # were made for this request and nothing else holds them once it returns (a
             # deep copy of each was 5% of a 40-message agent request's CPU in cProfile's view,
             # benchmarks/bench_gateway_cpu.py).
-            "chain": chain_dict(result, own=_same),
+            "chain": chain_dict(result, own=shared),
             "usage": rungs.usage(),
             "latency_ms": rungs.latency_ms(finished),
             "total_latency_ms": round((finished - started) * 1000, 3),
@@ -372,10 +372,6 @@ class Router:
         self._loop.run_until_complete(self.aclose())
         self._loop.close()
         self._loop = None
-
-
-def _same(value: Any) -> Any:
-    return value
 
 
 def _finish_reason(completion: Completion) -> str:

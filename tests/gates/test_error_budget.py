@@ -75,3 +75,18 @@ def test_the_book_keeps_one_budget_per_gate_across_bundles():
         book.budget(("serve", "strong", 1), steady).record(False)
     assert book.budget(("serve", "strong", 0), flaky).disabled
     assert not book.budget(("serve", "strong", 1), steady).disabled
+
+
+def test_health_is_the_rate_and_the_disabled_flag_as_the_gauges_show_them():
+    budget = ErrorBudget(rate=0.5, window=3, min_runs=2)
+    seen = [budget.health()]
+    for mark in "..E.EE":
+        budget.record(mark == "E")
+        seen.append(budget.health())
+        assert budget.health() == (budget.error_rate, 1.0 if budget.disabled else 0.0)
+    # the window fills, an error comes and goes with it, then the budget is spent
+    assert seen == [(0.0, 0.0), (0.0, 0.0), (0.0, 0.0), (1 / 3, 0.0), (1 / 3, 0.0), (2 / 3, 1.0), (2 / 3, 1.0)]
+    budget.enable()
+    assert budget.health() == (0.0, 0.0)
+    budget.disable("disabled by another gateway")
+    assert budget.health() == (0.0, 1.0)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -112,14 +114,39 @@ def admiss_command() -> list[str]:
     return [script]
 
 
-def run_cli(case: Path, output_format: str, *more: str) -> subprocess.CompletedProcess:
+def run_cli(command: list[str], case: Path, output_format: str, *more: str) -> subprocess.CompletedProcess:
     settings = config(case)
     args = ["check", "--rubric", settings["rubric"], "--format", output_format, *more, settings["bundle"]]
     if "trace" in settings:
         args += ["--trace", settings["trace"]]
     return subprocess.run(
-        admiss_command() + args, cwd=case, capture_output=True, text=True, encoding="utf-8", timeout=60
+        command + args, cwd=case, capture_output=True, text=True, encoding="utf-8", timeout=60
     )
+
+
+def _cli_args(item: pytest.Item) -> tuple | None:
+    """The (case, format, *more) run_cli takes for a CLI test of this module, else None."""
+    params = getattr(item, "callspec", None)
+    if item.module is not sys.modules[__name__] or params is None:
+        return None
+    if item.originalname == "test_cli_text":
+        return (params.params["case"], "text")
+    if item.originalname == "test_cli_json":
+        return (params.params["case"], "json", "--report", params.params["shape"])
+    return None
+
+
+@pytest.fixture(scope="module")
+def cli_runs(request) -> dict[tuple, Future]:
+    """Every CLI run this session's selected tests of this module check, started at once in
+    as many threads as the machine has CPUs: each one a real ``admiss check`` process that
+    reads only its case folder, so they share nothing; the runs are some 280 processes
+    whose start-up is most of the module's time, and one at a time leaves a CPU idle."""
+    command = admiss_command()
+    wanted = dict.fromkeys(args for item in request.session.items if (args := _cli_args(item)))
+    pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 2)
+    yield {args: pool.submit(run_cli, command, *args) for args in wanted}
+    pool.shutdown(wait=True, cancel_futures=True)
 
 
 def location_pattern(file: str, diagnostic: dict) -> str:
@@ -137,8 +164,8 @@ def diagnostic_file(case: Path, diagnostic: dict) -> str:
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
-def test_cli_text(case: Path):
-    result = run_cli(case, "text")
+def test_cli_text(case: Path, cli_runs):
+    result = cli_runs[(case, "text")].result()
     output = result.stdout + result.stderr
     assert "Traceback" not in output
     if is_error_case(case):
@@ -158,8 +185,8 @@ def test_cli_text(case: Path):
 
 @pytest.mark.parametrize("shape", ["lean", "full"])
 @pytest.mark.parametrize("case", [c for c in CASES if not is_error_case(c)], ids=lambda p: p.name)
-def test_cli_json(case: Path, shape: str):
-    result = run_cli(case, "json", "--report", shape)
+def test_cli_json(case: Path, shape: str, cli_runs):
+    result = cli_runs[(case, "json", "--report", shape)].result()
     expected = read_json(case / ("expected.json" if shape == "lean" else "expected_full.json"))
     assert result.returncode == (0 if expected["verdict"] == "pass" else 1), result.stderr
     assert project(json.loads(result.stdout), expected) == expected

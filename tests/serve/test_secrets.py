@@ -31,9 +31,11 @@ def _with_user_info(url: str) -> str:
     return url.replace("http://", f"http://{USER}:{PASSWORD}@")
 
 
-@pytest.fixture
-def secret_gateway(tmp_path, upstream):
-    gateway = Gateway(tmp_path, upstream, base_url=_with_user_info(upstream.url))
+@pytest.fixture(scope="module")
+def secret_gateway(tmp_path_factory, upstream):
+    # One for the module: each test reads only its own receipts; the log a test checks is
+    # the whole module's so far, which holds no secret either.
+    gateway = Gateway(tmp_path_factory.mktemp("secret"), upstream, base_url=_with_user_info(upstream.url))
     yield gateway
     assert gateway.stop() == 0, gateway.log.read_text()
 
@@ -124,8 +126,9 @@ def test_config_errors_never_quote_an_api_key(tmp_path, table):
 
 
 def test_a_receipt_read_masks_a_key_stored_unmasked(secret_gateway):
-    # As a store shared with an older gateway could hold it (a gateway of its own: a row
-    # written behind the gateway's back would put its counters and its store apart).
+    # As a store shared with an older gateway could hold it (this module's gateway, not the
+    # session's: a row written behind the gateway's back would put its counters and its store
+    # apart, and no test here compares them).
     gateway = secret_gateway
     row = {"id": "rcpt_old_gateway", "created_at": "2026-11-30T00:00:00.000Z",
            "chain": {"name": "json", "served": None, "model_cost_usd": 0.0, "gate_cost_usd": 0.0},

@@ -230,7 +230,7 @@ class CompiledChain:
         if not rung.costly:
             return _cheap_only(rung, candidate)
         results, failed = _cheap_first(rung, candidate)
-        if failed is None and rung.costly:
+        if failed is None:
             results.update(await _run_costly(rung.costly, candidate))
         return _in_written_order(rung, results, failed or _CANCELLED)
 
@@ -259,7 +259,7 @@ def _cheap_first(rung: CompiledRung, candidate: Candidate) -> tuple[dict[int, Ga
         record = _run_cheap(gate, candidate)
         results[id(gate)] = record
         if record.effective == FAIL:
-            return results, f"not run: {gate.ir.kind} failed first"
+            return results, _failed_first(gate)
     return results, None
 
 
@@ -272,10 +272,15 @@ def _cheap_only(rung: CompiledRung, candidate: Candidate) -> list[GateRecord]:
         record = _run_cheap(gate, candidate)
         records.append(record)
         if record.effective == FAIL:
-            reason = f"not run: {gate.ir.kind} failed first"
+            reason = _failed_first(gate)
             records += [GateRecord(g.ir.kind, SKIPPED, SKIPPED, reason=reason) for g in rung.gates[len(records):]]
             break
     return records
+
+
+def _failed_first(gate: CompiledGate) -> str:
+    """Why the gates after a failed cheap ``gate`` are not run."""
+    return f"not run: {gate.ir.kind} failed first"
 
 
 def model_calls(chain: ir.Chain) -> list[ModelCall]:

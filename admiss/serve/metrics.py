@@ -167,7 +167,8 @@ class GatewayMetrics:
         for (rate_gauge, disabled_gauge, _), (rate, disabled) in zip(self._gate_gauges[chain], values):
             rate_gauge.set(rate)
             disabled_gauge.set(disabled)
-        self._made(self.disabled_count, chain).set(sum(disabled for _, disabled in values))
+        key = (self.disabled_count, chain)
+        (self._series.get(key) or self._made(*key)).set(sum(disabled for _, disabled in values))
 
     def exposition(self) -> tuple[bytes, str]:
         """The metrics in Prometheus' text format, and its content type: every worker's,

@@ -9,6 +9,14 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def pytest_xdist_auto_num_workers(config) -> int:
+    """`-n auto` (pyproject's addopts): one worker a core, two at most. The suite is
+    measured and kept free of shared ports and folders at two workers; many of its tests
+    start servers and subprocesses of their own, so more workers would mostly share the
+    same cores among more processes."""
+    return max(1, min(2, len(os.sched_getaffinity(0))))
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _private_ir_cache(tmp_path_factory):
     """Compiled-IR cache files of this test run (and of the CLI runs it starts) go to a

@@ -72,8 +72,9 @@ def with_part(value: dict, key: str, text: bytes) -> bytes | None:
 
 def joined_arrays(texts: list[bytes]) -> bytes:
     """The exact text of one array holding the items of the arrays written as ``texts``
-    (each :func:`exact_text` of a list or tuple), in order: theirs, copied, not written again."""
-    return b"[" + b",".join([text[1:-1] for text in texts if text != b"[]"]) + b"]"
+    (each :func:`exact_text` of a non-empty list or tuple), in order: theirs, copied, not
+    written again."""
+    return b"[" + b",".join([text[1:-1] for text in texts]) + b"]"
 
 
 def exact_texts(values: list) -> list[bytes | None]:

@@ -261,8 +261,8 @@ class RungPlan:
     # The rung's system message ahead of the request's (empty without one). Shared by every
     # request's call: nothing downstream changes a message it is sent.
     system: list[dict[str, Any]]
-    # Its exact JSON text (b"[]" without one).
-    system_text: bytes
+    # Its exact JSON text (None where orjson cannot write it).
+    system_text: bytes | None
     # The request fields the settings set (the request's own win).
     params: dict[str, Any]
     reads_prompt: bool
@@ -331,7 +331,9 @@ class LiveRungs:
             return None, 0.0, "not run: the bundle has no prompt to send to the rung's model"
         plan = self.plans.get(rung.name) or self.plans.setdefault(rung.name, rung_plan(self.ctx, self.chain, rung))
         messages = plan.system + self.messages
-        text = joined_arrays([plan.system_text, self.messages_text]) if self.messages_text is not None else None
+        text = self.messages_text
+        if text is not None and plan.system:
+            text = joined_arrays([plan.system_text, text]) if plan.system_text is not None else None
         params = {**plan.params, **self.params} if plan.params else self.params
         started = time.perf_counter_ns()
         try:

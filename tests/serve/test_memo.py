@@ -384,11 +384,16 @@ def test_the_runs_keys_write_the_body_back_as_writing_it_whole_does(route):
     request = {"model": "m", "messages": messages, "max_tokens": 9, "tools": [], "metadata": {"user_id": "u\u00e9"}}
     if route == "chat":
         del request["metadata"]
+    else:
+        request["system"] = [{"type": "text", "text": "Be brief."}]
     raw = jsonio.dumps_line(request)
-    body, exact = jsonio.loads_marked(raw)
-    incoming = (openai_chat if route == "chat" else anthropic_messages).read(body, exact)
-    assert incoming.request.known.text == jsonio.exact_text(messages)
-    assert jsonio.with_part(body, "messages", incoming.request.known.text) == raw
+    for _ in range(2):  # the runs checked, then found in the memo
+        body, exact = jsonio.loads_marked(raw)
+        incoming = (openai_chat if route == "chat" else anthropic_messages).read(body, exact)
+        assert incoming.request.known.text == jsonio.exact_text(messages)
+        assert jsonio.with_part(body, "messages", incoming.request.known.text) == raw
+        # What the rungs' upstream bodies copy in: the messages they are sent, as written.
+        assert incoming.request.messages_text == jsonio.exact_text(incoming.request.messages)
     # A run that gives a key twice is still found, and where.
     twice = raw.replace(b'"role":"assistant"', b'"role":"assistant","role":"assistant"', 1)
     body, exact = jsonio.loads_marked(twice)
@@ -402,7 +407,7 @@ _JSON = st.recursive(st.none() | st.booleans() | st.integers(-2**63, 2**63 - 1) 
                      | st.dictionaries(st.text(max_size=5), inner, max_size=3), max_leaves=8)
 
 
-@given(st.lists(st.lists(_JSON, max_size=4), max_size=4))
+@given(st.lists(st.lists(_JSON, min_size=1, max_size=4), max_size=4))
 def test_arrays_texts_joined_are_the_text_of_their_items_in_one_array(arrays):
     # What the rung's upstream body copies in: the rung's system message then the runs.
     joined = jsonio.joined_arrays([jsonio.exact_text(array) for array in arrays])

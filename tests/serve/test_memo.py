@@ -412,3 +412,23 @@ def test_arrays_texts_joined_are_the_text_of_their_items_in_one_array(arrays):
     # What the rung's upstream body copies in: the rung's system message then the runs.
     joined = jsonio.joined_arrays([jsonio.exact_text(array) for array in arrays])
     assert joined == jsonio.exact_text([item for array in arrays for item in array])
+
+
+def test_the_messages_routes_tools_are_translated_once_for_their_content():
+    tools = [{"name": "issue_refund", "description": "d", "input_schema": {"type": "object"}}]
+    request = {"model": "m", "max_tokens": 9, "messages": [{"role": "user", "content": "hi"}], "tools": tools}
+
+    def params(**more):
+        return anthropic_messages.read(jsonio.loads(jsonio.dumps_line({**request, **more})), True).request.params
+
+    first = params(tool_choice={"type": "auto"})
+    hits = anthropic_messages._TOOLS.hits
+    assert params(tool_choice={"type": "auto"}) == first and anthropic_messages._TOOLS.hits == hits + 1
+    # Another choice, another tool, a name the choice does not offer: each read for itself.
+    assert params(tool_choice={"type": "any"})["tool_choice"] == "required"
+    assert params(tools=[{**tools[0], "name": "lookup"}], tool_choice={"type": "auto"})["tools"][0]["function"][
+        "name"] == "lookup"
+    with pytest.raises(RequestError, match="tool_choice.name"):
+        params(tool_choice={"type": "tool", "name": "lookup"})
+    assert first["tools"] == [{"type": "function", "function": {"name": "issue_refund", "parameters": {"type": "object"},
+                                                                "description": "d"}}]

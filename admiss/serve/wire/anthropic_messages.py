@@ -102,7 +102,7 @@ def read(body: dict[str, Any], exact: bool = False) -> Incoming:
     if "stop" in params and not (isinstance(params["stop"], list) and all(isinstance(s, str) for s in params["stop"])):
         raise RequestError("stop_sequences must be an array of strings", "stop_sequences")
     params.update(_metadata(body.get("metadata")))
-    params.update(_tools(body.get("tools"), body.get("tool_choice")))
+    params.update(_known_tools(body.get("tools"), body.get("tool_choice"), exact))
     try:
         params = checked_params(params)
     except RequestError as exc:  # named as chat completions has the field: named as the client sent it
@@ -267,6 +267,25 @@ def _metadata(metadata: Any) -> dict[str, Any]:
     if user is not None and not isinstance(user, str):
         raise RequestError("metadata.user_id must be a string", "metadata.user_id")
     return {"user": user} if user is not None else {}
+
+
+# The tools and tool_choice translated, by exact content: an agent sends the same ones every
+# turn, and translating them was about 1 % of a Messages agent request's instructions
+# (benchmarks/callgrind_gateway.py). What is kept is shared by every request with that
+# content; nothing downstream changes the tools it is sent.
+_TOOLS = Memo(entries=256, size=1 << 20, largest=64 << 10)
+
+
+def _known_tools(tools: Any, choice: Any, exact: bool) -> dict[str, Any]:
+    """:func:`_tools`, taken from the memo when the same content was translated before."""
+    content = (tools, choice)
+    key = jsonio.exact_text(content)
+    out = _TOOLS.get(key, content, exact) if key is not None else None
+    if out is None:
+        out = _tools(tools, choice)
+        if key is not None:
+            _TOOLS.put(key, content, out, len(key), exact)
+    return out
 
 
 def _tools(tools: Any, choice: Any) -> dict[str, Any]:

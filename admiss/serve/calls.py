@@ -16,8 +16,8 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 import attrs
 
 from admiss.cascade import CompiledRung, ms_since
-from admiss.jsonio import exact_text, joined_arrays
 from admiss.gates.base import Candidate, GateContext
+from admiss.jsonio import exact_text, joined_arrays
 from admiss.providers import Call, Completion, ProviderError, cost_usd
 from admiss.serve.memo import Known, Memo, known_runs
 

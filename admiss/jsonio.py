@@ -60,6 +60,23 @@ def exact_text(value: Any) -> bytes | None:
         return None
 
 
+def with_part(value: dict, key: str, text: bytes) -> bytes | None:
+    """:func:`exact_text` of ``value`` whose member ``key`` is already written as ``text``
+    (which must be :func:`exact_text` of that member): the rest is written, ``text`` copied
+    in as it is. None where orjson cannot write the rest."""
+    try:
+        return orjson.dumps({**value, key: orjson.Fragment(text)})
+    except orjson.JSONEncodeError:
+        return None
+
+
+def joined_arrays(texts: list[bytes]) -> bytes:
+    """The exact text of one array holding the items of the arrays written as ``texts``
+    (each :func:`exact_text` of a non-empty list or tuple), in order: theirs, copied, not
+    written again."""
+    return b"[" + b",".join([text[1:-1] for text in texts]) + b"]"
+
+
 def exact_texts(values: list) -> list[bytes | None]:
     """:func:`exact_text` of each of ``values``."""
     try:
@@ -209,16 +226,17 @@ def _clipped(text: str) -> str:
 # repeated key, and any difference runs the exact walk below.
 
 
-def first_repeated_key(text: str | bytes, value: Any) -> tuple[str, int] | None:
+def first_repeated_key(text: str | bytes, value: Any, back: bytes | None = None) -> tuple[str, int] | None:
     """(JSON path, offset in the text as str) of the first key repeated within one object of
     ``text``, which decoded to ``value``; None when no key is. RecursionError when the text is
-    nested too deeply to walk (a repeat can then be neither ruled out nor located)."""
-    if not _may_repeat_keys(text, value):
+    nested too deeply to walk (a repeat can then be neither ruled out nor located).
+    ``back``: :func:`exact_text` of ``value``, when the caller has it made (see :func:`with_part`)."""
+    if not _may_repeat_keys(text, value, back):
         return None
     return _RepeatedKeys(as_text(text)).first(0, "")
 
 
-def _may_repeat_keys(text: str | bytes, value: Any) -> bool:
+def _may_repeat_keys(text: str | bytes, value: Any, back: bytes | None) -> bool:
     if not isinstance(value, (dict, list)):
         return False
     # Text that is the value written back, byte for byte, repeats no key: an object written
@@ -226,7 +244,8 @@ def _may_repeat_keys(text: str | bytes, value: Any) -> bool:
     # official SDKs' httpx) sends such text, and one comparison then saves both counts,
     # which took about as long as writing the value back (timeit, a 5.6 kB agent request).
     # orjson refuses deep nesting with an error, so writing back cannot exhaust the stack.
-    back = exact_text(value)
+    if back is None:
+        back = exact_text(value)
     if back is not None and back == text:
         return False
     # \u003 starts both spellings of the colon escape (\u003a, \u003A) and a few other

@@ -290,7 +290,7 @@ class _Replies:
     def configured(self, model: str | None) -> bool:
         return model in self.replies
 
-    async def complete(self, model: str, messages: Any, params: Any = None):
+    async def complete(self, model: str, messages: Any, params: Any = None, text: bytes | None = None):
         from admiss.providers import Completion, ProviderError
 
         if model not in self.replies:

@@ -106,7 +106,9 @@ async def _one(routers: dict, kind: str, raw: bytes) -> None:
     chain, path, _, _ = bench_gateway.KINDS[kind]
     wire = _wire(path)
     # From bytes, as a request arrives: the body is parsed each time.
-    incoming = wire.read(*_parsed(raw))
+    parsed = _parsed(raw)
+    incoming = wire.read(*parsed)
+    _check_repeats(raw, parsed[0], incoming)
     served = await routers[chain].run(incoming.request)
     assert served.rung is not None, served.receipt
     jsonio.dumps_line(wire.response(served, 0))
@@ -114,16 +116,22 @@ async def _one(routers: dict, kind: str, raw: bytes) -> None:
 
 def _parsed(raw: bytes) -> tuple:
     """The body as the gateway reads it, and whether orjson did (a checkout before the memo
-    has no jsonio.loads_marked, and its wire modules take the body alone), checked for a
-    repeated key as the gateway checks it."""
+    has no jsonio.loads_marked, and its wire modules take the body alone)."""
     from admiss import jsonio
 
     marked = getattr(jsonio, "loads_marked", None)
-    parsed = marked(raw) if marked is not None else (jsonio.loads_any(raw),)
-    # The gateway's app refuses a body that gives a key twice (serve/app.py), so that check
-    # is part of every request's cost.
-    assert jsonio.first_repeated_key(raw, parsed[0]) is None
-    return parsed
+    return marked(raw) if marked is not None else (jsonio.loads_any(raw),)
+
+
+def _check_repeats(raw: bytes, body: dict, incoming) -> None:
+    """The body checked for a repeated key as the gateway checks it: the gateway's app
+    refuses a body that gives a key twice (serve/app.py), so that check is part of every
+    request's cost. A checkout before wire.repeated_key checks the body on its own."""
+    from admiss import jsonio
+    from admiss.serve import wire
+
+    check = getattr(wire, "repeated_key", None)
+    assert (check(raw, body, incoming) if check is not None else jsonio.first_repeated_key(raw, body)) is None
 
 
 async def _cpu_ms(routers: dict, kind: str, count: int) -> float:

@@ -39,7 +39,7 @@ from admiss.serve.calls import RequestError
 from admiss.serve.fleet import SharedBudgets
 from admiss.serve.metrics import GatewayMetrics
 from admiss.serve.router import Router, Served
-from admiss.serve.wire import Incoming, anthropic_messages, openai_chat
+from admiss.serve.wire import Incoming, anthropic_messages, openai_chat, repeated_key
 
 RECEIPT_HEADER = "x-admiss-receipt-id"
 # The routes of a model request, each with its wire format (admiss/serve/wire/).
@@ -221,9 +221,6 @@ class Gateway:
         try:
             raw = await _body(scope, receive, self.max_request_bytes, self.body_timeout_s)
             body, exact = jsonio.loads_marked(raw)
-            # A key given twice would be read as its last value, which what checked or logged
-            # the request upstream of admiss may not have read: refused, never guessed.
-            repeated = jsonio.first_repeated_key(raw, body)
         except _TooSlow:
             self.metrics.rejected.labels("too_slow").inc()
             return _error(408, f"the request body did not arrive within {self.body_timeout_s:g}s "
@@ -234,20 +231,33 @@ class Gateway:
                           "([serve] max_request_bytes)", "invalid_request_error", "request_too_large", wire=wire)
         except (ValueError, RecursionError):
             return self._bad_request(wire, "the request body is not JSON")
-        if repeated is not None:
-            return self._bad_request(wire, f"the request body gives a key twice in one object, at {repeated[0]}: "
-                                     "refused rather than read as either value", repeated[0])
-        if not isinstance(body, dict):
-            return self._bad_request(wire, "the request body must be a JSON object")
-        model = body.get("model")
+        # A key given twice would be read as its last value, which what checked or logged
+        # the request upstream of admiss may not have read: refused, never guessed, before
+        # any other answer. Checked once the wire module read the body (which makes the
+        # messages' exact text), or at the first refusal before that.
+        model = body.get("model") if isinstance(body, dict) else None
         router = self.routers.get(model) if isinstance(model, str) else None
         if router is None:
+            refused = self._repeated_key(wire, raw, body)
+            if refused is not None:
+                return refused
+            if not isinstance(body, dict):
+                return self._bad_request(wire, "the request body must be a JSON object")
             self.metrics.rejected.labels("unknown_model").inc()
             return _error(404, f"no chain named {body.get('model')!r}: GET /v1/models lists them",
                           "invalid_request_error", "model_not_found", "model", wire=wire)
         self.metrics.in_flight.inc()
         try:
-            incoming = wire.read(body, exact)
+            try:
+                incoming = wire.read(body, exact)
+            except RequestError:
+                refused = self._repeated_key(wire, raw, body)
+                if refused is not None:
+                    return refused
+                raise
+            refused = self._repeated_key(wire, raw, body, incoming)
+            if refused is not None:
+                return refused
             served = await _unless_client_leaves(receive, router.run(incoming.request))
         except RequestError as exc:
             return self._bad_request(wire, str(exc), exc.param)
@@ -279,6 +289,17 @@ class Gateway:
             return StreamingResponse(wire.events(served, created, incoming), media_type="text/event-stream",
                                      headers={**headers, "cache-control": "no-cache"})
         return _JSON(wire.response(served, created), headers=headers)
+
+    def _repeated_key(self, wire: Any, raw: bytes, body: Any, incoming: Incoming | None = None) -> JSONResponse | None:
+        """The refusal of a body that gives a key twice in one object, or None when it gives none."""
+        try:
+            repeated = repeated_key(raw, body, incoming)
+        except RecursionError:
+            return self._bad_request(wire, "the request body is not JSON")
+        if repeated is None:
+            return None
+        return self._bad_request(wire, f"the request body gives a key twice in one object, at {repeated[0]}: "
+                                 "refused rather than read as either value", repeated[0])
 
     def _bad_request(self, wire: Any, message: str, param: str | None = None) -> JSONResponse:
         self.metrics.rejected.labels("bad_request").inc()

@@ -17,6 +17,7 @@ import attrs
 
 from admiss.cascade import CompiledRung, ms_since
 from admiss.gates.base import Candidate, GateContext
+from admiss.jsonio import exact_text, joined_arrays
 from admiss.providers import Call, Completion, ProviderError, cost_usd
 from admiss.serve.memo import Known, Memo, known_runs
 
@@ -260,6 +261,8 @@ class RungPlan:
     # The rung's system message ahead of the request's (empty without one). Shared by every
     # request's call: nothing downstream changes a message it is sent.
     system: list[dict[str, Any]]
+    # Its exact JSON text (None where orjson cannot write it).
+    system_text: bytes | None
     # The request fields the settings set (the request's own win).
     params: dict[str, Any]
     reads_prompt: bool
@@ -268,8 +271,8 @@ class RungPlan:
 def rung_plan(ctx: GateContext, chain: str, rung: CompiledRung) -> RungPlan:
     """``rung``'s :class:`RungPlan` under ``ctx``'s configuration."""
     settings = ctx.config.rung_settings(chain, rung.name)
-    return RungPlan([{"role": "system", "content": settings.system}] if settings.system else [],
-                    settings.params(), reads_prompt(rung))
+    system = [{"role": "system", "content": settings.system}] if settings.system else []
+    return RungPlan(system, exact_text(system), settings.params(), reads_prompt(rung))
 
 
 @attrs.define
@@ -291,13 +294,15 @@ class LiveRungs:
                  evidence: tuple[dict, ...] = (), meta: dict | None = None,
                  conversation: Callable[[str, str | None], tuple[dict, ...]] | None = None,
                  carry: Callable[[Completion], Completion | str] | None = None,
-                 plans: dict[str, RungPlan] | None = None):
+                 plans: dict[str, RungPlan] | None = None, messages_text: bytes | None = None):
         """``conversation(rung, output)``, when given, makes a made candidate's evidence: the
         request's conversation with the candidate's output as the final answer. ``carry``,
         when given, turns a completion into what the client's wire format serves of it, or
         says why that format cannot carry it (the rung then escalates, its call billed).
         ``plans``: each rung's :class:`RungPlan` by name, filled as rungs are reached; a
-        caller that runs the chain again and again (the router) keeps one for all its runs."""
+        caller that runs the chain again and again (the router) keeps one for all its runs.
+        ``messages_text``: the exact JSON text of ``messages`` (jsonio.exact_text), when the
+        caller has it, which the rungs' upstream bodies copy in."""
         self.ctx = ctx
         self.plans = {} if plans is None else plans
         self.carry = carry
@@ -307,6 +312,7 @@ class LiveRungs:
         self.meta = meta or {}
         self.chain = chain
         self.messages = messages
+        self.messages_text = messages_text
         self.params = dict(params or {})
         self.supplied = supplied or {}
         self.supplied_cost = supplied_cost or {}
@@ -325,10 +331,13 @@ class LiveRungs:
             return None, 0.0, "not run: the bundle has no prompt to send to the rung's model"
         plan = self.plans.get(rung.name) or self.plans.setdefault(rung.name, rung_plan(self.ctx, self.chain, rung))
         messages = plan.system + self.messages
+        text = self.messages_text
+        if text is not None and plan.system:
+            text = joined_arrays([plan.system_text, text]) if plan.system_text is not None else None
         params = {**plan.params, **self.params} if plan.params else self.params
         started = time.perf_counter_ns()
         try:
-            completion = await self.ctx.providers.complete(rung.model or "", messages, params)
+            completion = await self.ctx.providers.complete(rung.model or "", messages, params, text)
         except ProviderError as exc:
             self.errors[rung.name] = exc.reason
             return None, 0.0, f"not run: the rung's model call failed: {exc.reason}"

@@ -40,6 +40,9 @@ class Known:
     starts: tuple[int, ...]
     keys: tuple[bytes, ...]
     kept: tuple[list, ...]
+    # The exact JSON text of the messages, their runs' keys joined: what writing them again
+    # would give (the request's repeated-key check and the rung's upstream body take it).
+    text: bytes
 
 
 def known_runs(messages: list, ends: list[int], memo: Memo, check: Callable[[list, int], Any],
@@ -65,7 +68,7 @@ def known_runs(messages: list, ends: list[int], memo: Memo, check: Callable[[lis
     checked = [held[1] for held in found]
     if None in keys:
         return checked, None
-    return checked, Known(tuple(starts), tuple(keys), tuple(held[0] for held in found))
+    return checked, Known(tuple(starts), tuple(keys), tuple(held[0] for held in found), jsonio.joined_arrays(keys))
 
 
 class Memo:

@@ -87,6 +87,9 @@ class Request:
     # these very messages, when the wire format asked; the conversation is then read in runs
     # kept across requests.
     known: Known | None = None
+    # The exact JSON text of ``messages`` (jsonio.exact_text), when the wire format has it
+    # made: the rungs' upstream bodies copy it in rather than write the messages again.
+    messages_text: bytes | None = None
 
 
 @attrs.frozen
@@ -163,7 +166,8 @@ class Router:
         an argument.
         """
         messages, known = known_messages(messages)
-        return await self.run(Request(messages, checked_params(params), {"messages": messages}, known=known))
+        return await self.run(Request(messages, checked_params(params), {"messages": messages}, known=known,
+                                      messages_text=known.text if known is not None else None))
 
     async def run(self, request: Request) -> Served:
         """Run the cascade on a checked :class:`Request`; the served output and its (stored)
@@ -176,7 +180,7 @@ class Router:
             asyncio.get_running_loop().call_soon(conversation.prepare)
         rungs = LiveRungs(self.ctx, self.chain.name, request.messages, request.params, calls=recording_calls(),
                           conversation=conversation.evidence if conversation else None, carry=request.carry,
-                          plans=self._plans)
+                          plans=self._plans, messages_text=request.messages_text)
         result = await self.chain.arun(rungs.produce)
         call = rungs.calls.get(result.served) if result.served is not None else None
         tool_calls = call.completion.tool_calls if call else ()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import time
 
@@ -177,3 +178,41 @@ def test_a_reply_echoing_what_was_sent_is_refused_keyless_or_not(base_url, envir
             client.refuse_echo(echo)
     else:
         client.refuse_echo(echo)
+
+
+class _Recording:
+    """A sender that keeps each body it is handed and answers with one completion."""
+
+    def __init__(self):
+        self.bodies: list[bytes] = []
+
+    async def post(self, url, body, headers, max_bytes):
+        from admiss.providers import Reply as HTTPReply
+
+        self.bodies.append(body)
+        return HTTPReply(200, {}, json.dumps(completion("ok").body).encode())
+
+    async def aclose(self):
+        pass
+
+
+@pytest.mark.parametrize("messages", [
+    HELLO,
+    [{"role": "system", "content": "be \u00e9 brief"}, {"role": "user", "content": [{"type": "text", "text": "x"}]},
+     {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function",
+                                                            "function": {"name": "f", "arguments": "{\"a\": 1.5}"}}]},
+     {"role": "tool", "tool_call_id": "c", "content": "1e400 and \U0001f600"}],
+])
+def test_a_body_sent_with_its_messages_text_is_the_body_written_whole(messages):
+    # The gateway hands the client its messages' exact text (made for the memo), which the
+    # body copies in: the bytes sent must be those of writing the body whole.
+    from admiss.jsonio import exact_text
+    from admiss.providers import ChatClient
+
+    sender = _Recording()
+    client = ChatClient(ProviderConfig("local", "http://127.0.0.1:9/v1"), environ={}, sender=sender)
+    params = {"temperature": 0.5, "tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]}
+    for text in (None, exact_text(messages)):
+        asyncio.run(client.complete("m", messages, params, text))
+    assert sender.bodies[0] == sender.bodies[1]
+    assert json.loads(sender.bodies[1]) == {**params, "model": "m", "messages": messages}

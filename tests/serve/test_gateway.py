@@ -216,11 +216,29 @@ def test_a_lone_surrogate_escape_in_a_message_is_served_and_a_body_that_is_not_j
     ('{"model": "nope", "model": "json", "messages": [{"role": "user", "content": %s}]}', "model"),
     ('{"model": "json", "messages": [{"role": "user", "content": %s}], "stream": true, "\\u0073tream": false}',
      "stream"),
+    # The repeat is refused before what else the body gets wrong: an unsupported field, a
+    # bad message, a chain that does not exist, a body that is no object.
+    ('{"model": "json", "messages": [{"role": "user", "content": %s}], "temperature": 1, "temperature": 7, '
+     '"best_of": 2}', "temperature"),
+    ('{"model": "json", "messages": [{"role": "user", "content": %s, "content": "x"}, {"role": "robot"}]}',
+     "messages[0].content"),
+    ('{"model": "nope", "messages": [{"role": "user", "content": %s}], "temperature": 1, "temperature": 7}',
+     "temperature"),
+    ('[{"model": "json", "messages": [{"role": "user", "content": %s}], "model": "json"}]', "$[0].model"),
+    # Deep in a message the gateway reads and forwards, over either route.
+    ('{"model": "json", "messages": [{"role": "user", "content": %s}, {"role": "assistant", "content": null, '
+     '"tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}", "name": "g"}}]}, '
+     '{"role": "tool", "tool_call_id": "c1", "content": "ok"}]}', "messages[1].tool_calls[0].function.name"),
+    ('/v1/messages {"model": "json", "max_tokens": 50, "messages": [{"role": "user", "content": %s}, '
+     '{"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {"a": 1, "a": 2}}]}, '
+     '{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}]}',
+     "messages[1].content[0].input.a"),
 ])
 def test_a_key_given_twice_in_a_request_body_is_a_400_before_any_model_call(gateway, upstream, body, where):
     marker, text = prompt({"cheap": GOOD})
     headers = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"}
-    response = httpx.post(f"{gateway.url}/v1/chat/completions", content=body % json.dumps(text), headers=headers)
+    path, body = body.split(" ", 1) if body.startswith("/") else ("/v1/chat/completions", body)
+    response = httpx.post(f"{gateway.url}{path}", content=body % json.dumps(text), headers=headers)
     assert response.status_code == 400, response.text
     error = response.json()["error"]
     assert error["message"] == (f"the request body gives a key twice in one object, at {where}: "

@@ -17,7 +17,7 @@ from admiss.serve.calls import RequestError, checked_messages, known_messages
 from admiss.serve.conversation import Conversation, Readings, RecalledConversation, call_keys, conversation_trace, \
     part_keys
 from admiss.serve.memo import Memo, content_key
-from admiss.serve.wire import anthropic_messages
+from admiss.serve.wire import anthropic_messages, openai_chat, repeated_key
 from admiss.traces import anthropic
 from agentkit import REFUND_RULES
 
@@ -374,3 +374,61 @@ def test_tool_calls_in_the_candidates_text_admit_nothing_memo_or_not(mapping):
         evidence = RecalledConversation(parts, mapping).evidence("cheap", smuggled)
         assert [item["kind"] for item in evidence] == ["final_answer"]
     assert readings.memo.hits
+
+
+@pytest.mark.parametrize("route", ["chat", "messages"])
+def test_the_runs_keys_write_the_body_back_as_writing_it_whole_does(route):
+    # The gateway checks a body for a repeated key against the body written back, which it
+    # makes from the runs' keys (wire.repeated_key): it must be the whole body's own text.
+    messages = agent(0) if route == "chat" else messages_agent(0)
+    request = {"model": "m", "messages": messages, "max_tokens": 9, "tools": [], "metadata": {"user_id": "u\u00e9"}}
+    if route == "chat":
+        del request["metadata"]
+    else:
+        request["system"] = [{"type": "text", "text": "Be brief."}]
+    raw = jsonio.dumps_line(request)
+    for _ in range(2):  # the runs checked, then found in the memo
+        body, exact = jsonio.loads_marked(raw)
+        incoming = (openai_chat if route == "chat" else anthropic_messages).read(body, exact)
+        assert incoming.request.known.text == jsonio.exact_text(messages)
+        assert jsonio.with_part(body, "messages", incoming.request.known.text) == raw
+        # What the rungs' upstream bodies copy in: the messages they are sent, as written.
+        assert incoming.request.messages_text == jsonio.exact_text(incoming.request.messages)
+    # A run that gives a key twice is still found, and where.
+    twice = raw.replace(b'"role":"assistant"', b'"role":"assistant","role":"assistant"', 1)
+    body, exact = jsonio.loads_marked(twice)
+    incoming = (openai_chat if route == "chat" else anthropic_messages).read(body, exact)
+    assert repeated_key(twice, body, incoming)[0] == "messages[1].role"
+    assert repeated_key(raw, jsonio.loads(raw)) is None
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers(-2**63, 2**63 - 1) | st.floats(allow_nan=False)
+                     | st.text(), lambda inner: st.lists(inner, max_size=3)
+                     | st.dictionaries(st.text(max_size=5), inner, max_size=3), max_leaves=8)
+
+
+@given(st.lists(st.lists(_JSON, min_size=1, max_size=4), max_size=4))
+def test_arrays_texts_joined_are_the_text_of_their_items_in_one_array(arrays):
+    # What the rung's upstream body copies in: the rung's system message then the runs.
+    joined = jsonio.joined_arrays([jsonio.exact_text(array) for array in arrays])
+    assert joined == jsonio.exact_text([item for array in arrays for item in array])
+
+
+def test_the_messages_routes_tools_are_translated_once_for_their_content():
+    tools = [{"name": "issue_refund", "description": "d", "input_schema": {"type": "object"}}]
+    request = {"model": "m", "max_tokens": 9, "messages": [{"role": "user", "content": "hi"}], "tools": tools}
+
+    def params(**more):
+        return anthropic_messages.read(jsonio.loads(jsonio.dumps_line({**request, **more})), True).request.params
+
+    first = params(tool_choice={"type": "auto"})
+    hits = anthropic_messages._TOOLS.hits
+    assert params(tool_choice={"type": "auto"}) == first and anthropic_messages._TOOLS.hits == hits + 1
+    # Another choice, another tool, a name the choice does not offer: each read for itself.
+    assert params(tool_choice={"type": "any"})["tool_choice"] == "required"
+    assert params(tools=[{**tools[0], "name": "lookup"}], tool_choice={"type": "auto"})["tools"][0]["function"][
+        "name"] == "lookup"
+    with pytest.raises(RequestError, match="tool_choice.name"):
+        params(tool_choice={"type": "tool", "name": "lookup"})
+    assert first["tools"] == [{"type": "function", "function": {"name": "issue_refund", "parameters": {"type": "object"},
+                                                                "description": "d"}}]

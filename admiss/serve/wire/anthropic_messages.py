@@ -89,21 +89,25 @@ def read(body: dict[str, Any], exact: bool = False) -> Incoming:
                                         and 0 <= temperature <= 1):
         raise RequestError("temperature must be a number from 0 to 1", "temperature")
     conversation = {"messages": body.get("messages")}
-    messages = _system(body["system"]) if "system" in body else []
+    system = _system(body["system"]) if "system" in body else []
     if "system" in body:
         conversation["system"] = body["system"]
-    turns, known = known_turns(body.get("messages"), exact)
-    messages += turns
+    turns, known, turns_text = known_turns(body.get("messages"), exact)
+    messages = system + turns
+    messages_text = turns_text
+    if system and turns_text is not None:
+        system_text = jsonio.exact_text(system)
+        messages_text = jsonio.joined_arrays([system_text, turns_text]) if system_text is not None else None
     params = {chat: body[name] for name, chat in FIELDS.items() if chat is not None and name in body}
     if "stop" in params and not (isinstance(params["stop"], list) and all(isinstance(s, str) for s in params["stop"])):
         raise RequestError("stop_sequences must be an array of strings", "stop_sequences")
     params.update(_metadata(body.get("metadata")))
-    params.update(_tools(body.get("tools"), body.get("tool_choice")))
+    params.update(_known_tools(body.get("tools"), body.get("tool_choice"), exact))
     try:
         params = checked_params(params)
     except RequestError as exc:  # named as chat completions has the field: named as the client sent it
         raise RequestError(_anthropic_names(str(exc)), _anthropic_names(exc.param or "") or None) from None
-    request = Request(messages, params, conversation, anthropic.NAME, carry, known)
+    request = Request(messages, params, conversation, anthropic.NAME, carry, known, messages_text)
     return Incoming(request, body.get("stream") is True)
 
 
@@ -148,13 +152,16 @@ def _known(holder: Mapping[str, Any], known: frozenset[str], where: str, what: s
 _CHECKED = Memo(entries=8192, size=4 << 20, largest=64 << 10)
 
 
-def known_turns(messages: Any, exact: bool = False) -> tuple[list[dict[str, Any]], Known | None]:
+def known_turns(messages: Any, exact: bool = False) -> tuple[list[dict[str, Any]], Known | None, bytes | None]:
     """The conversation as chat-completions messages (:func:`_run`), with what the memo knows
-    of its runs (None when a run has no key); RequestError at the first message at fault.
+    of its runs (None when a run has no key) and the exact JSON text of those messages (None
+    where orjson cannot write one); RequestError at the first message at fault.
     ``exact``: the messages were read by orjson from JSON text."""
     check_array(messages)
     runs, known = known_runs(messages, _run_ends(messages), _CHECKED, _run, exact)
-    return [message for run in runs for message in run], known
+    texts = [text for _, text in runs]
+    text = None if None in texts else jsonio.joined_arrays(texts)
+    return [message for run, _ in runs for message in run], known, text
 
 
 def _run_ends(messages: list) -> list[int]:
@@ -173,7 +180,14 @@ def _has_result(content: Any) -> bool:
     return False
 
 
-def _run(run: list, start: int) -> list[dict[str, Any]]:
+def _run(run: list, start: int) -> tuple[list[dict[str, Any]], bytes | None]:
+    """:func:`_translated` run and its exact JSON text, kept with it: the rung's upstream body
+    copies the text in rather than write the messages again (benchmarks/callgrind_gateway.py)."""
+    translated = _translated(run, start)
+    return translated, jsonio.exact_text(translated)
+
+
+def _translated(run: list, start: int) -> list[dict[str, Any]]:
     """A run of the conversation (its first message at ``messages[start]``) as chat-completions
     messages: a user turn's tool results become ``tool`` messages (ahead of its text, as chat
     completions has them), an assistant turn's ``tool_use`` blocks its ``tool_calls``; thinking
@@ -253,6 +267,25 @@ def _metadata(metadata: Any) -> dict[str, Any]:
     if user is not None and not isinstance(user, str):
         raise RequestError("metadata.user_id must be a string", "metadata.user_id")
     return {"user": user} if user is not None else {}
+
+
+# The tools and tool_choice translated, by exact content: an agent sends the same ones every
+# turn, and translating them was about 1 % of a Messages agent request's instructions
+# (benchmarks/callgrind_gateway.py). What is kept is shared by every request with that
+# content; nothing downstream changes the tools it is sent.
+_TOOLS = Memo(entries=256, size=1 << 20, largest=64 << 10)
+
+
+def _known_tools(tools: Any, choice: Any, exact: bool) -> dict[str, Any]:
+    """:func:`_tools`, taken from the memo when the same content was translated before."""
+    content = (tools, choice)
+    key = jsonio.exact_text(content)
+    out = _TOOLS.get(key, content, exact) if key is not None else None
+    if out is None:
+        out = _tools(tools, choice)
+        if key is not None:
+            _TOOLS.put(key, content, out, len(key), exact)
+    return out
 
 
 def _tools(tools: Any, choice: Any) -> dict[str, Any]:

@@ -34,7 +34,8 @@ def read(body: dict[str, Any], exact: bool = False) -> Incoming:
     options = fields.pop("stream_options", None)
     include_usage = isinstance(options, dict) and options.get("include_usage") is True
     messages, known = known_messages(fields.pop("messages", None), exact)
-    request = Request(messages, checked_params(fields), {"messages": messages}, known=known)
+    request = Request(messages, checked_params(fields), {"messages": messages}, known=known,
+                      messages_text=known.text if known is not None else None)
     return Incoming(request, stream, include_usage)
 
 

@@ -48,7 +48,7 @@ class Exclusion:
     """
 
     # ``weight``: set only while telemetry counts this rubric's exclusions (what this
-    # exclusion adds to its report's packed counts, admiss/integrations/otel.py).
+    # exclusion adds to its property's packed counts: CountingProperty, admiss/integrations/otel.py).
     __slots__ = ("owner", "reason", "clause", "renderings", "weight")
 
     def __init__(self, owner: "CompiledProperty", reason: str, keyword: str, value: str | None, span):

@@ -47,7 +47,9 @@ class Exclusion:
     report entry in ``renderings``.
     """
 
-    __slots__ = ("owner", "reason", "clause", "renderings")
+    # ``weight``: set only while telemetry counts this rubric's exclusions (what this
+    # exclusion adds to its property's packed counts: CountingProperty, admiss/integrations/otel.py).
+    __slots__ = ("owner", "reason", "clause", "renderings", "weight")
 
     def __init__(self, owner: "CompiledProperty", reason: str, keyword: str, value: str | None, span):
         self.owner = owner
@@ -132,6 +134,41 @@ class CompiledProperty:
             excluded.append((item, exclusion))
         return PropertyResult(self, admitted, excluded)
 
+    def count_exclusions(self, weights: dict[str, int]) -> None:
+        """Make this property's check count what it classifies from now on (CountingProperty),
+        each exclusion adding its reason's weight in ``weights``. Telemetry's counts
+        (admiss/integrations/otel.py): a plain check never pays for them."""
+        for exclusion in (*filter(None, self._table.values()), *self._shortcuts.values(), self._inadmissible):
+            exclusion.weight = weights[exclusion.reason]
+        self.__class__ = CountingProperty
+
+
+class CountingProperty(CompiledProperty):
+    """A CompiledProperty whose check also counts: CountedResult.counts is the sum of its
+    exclusions' weights plus its admitted count. Its loop is CompiledProperty.check's with
+    the sum added (keep the two alike): made in the loop, the counts cost about a third of
+    a pass over the results after it (docs/performance.md, "Telemetry, seventh pass")."""
+
+    __slots__ = ()
+
+    def check(self, rows: Iterable[Row]) -> "CountedResult":
+        table_get, shortcut_get, inadmissible = self._table.get, self._shortcuts.get, self._inadmissible
+        admitted: list[dict] = []
+        excluded: list[tuple[dict, Exclusion]] = []
+        counts = 0
+        for kind, label, item, _ in rows:
+            exclusion = table_get(kind, inadmissible)
+            if exclusion is None:
+                exclusion = shortcut_get(label)
+                if exclusion is None:
+                    admitted.append(item)
+                    continue
+            excluded.append((item, exclusion))
+            counts += exclusion.weight
+        result = CountedResult(self, admitted, excluded)
+        result.counts = counts + len(admitted)
+        return result
+
 
 class PropertyResult:
     """What checking one property found: admitted items and their details, (item, Exclusion)
@@ -150,6 +187,12 @@ class PropertyResult:
             self.verdict, self.rationale = "yes", DEFAULT_YES_RATIONALE
         else:
             self.verdict, self.rationale = "no", MISSING_RATIONALE
+
+
+class CountedResult(PropertyResult):
+    """A PropertyResult with its counts in one number (CountingProperty.check)."""
+
+    __slots__ = ("counts",)
 
 
 def _property_in(rubric: "CompiledRubric", index: int) -> CompiledProperty:

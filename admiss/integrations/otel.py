@@ -409,49 +409,39 @@ def emit_report(events: Any, common: Any, fields: Iterable[tuple], parents: Iter
     events.sent()
 
 
-# A report's exclusion counts go packed in one number (_ReportFacts): this many bits a
-# count, three counts a property (forbidden, inadmissible, shortcut-rejected).
-_BITS = 20
-_MASK = (1 << _BITS) - 1
-# The bits of a machine word the packed counts may take, in fewer bits a count (_small_bits):
-# a sum that stays within them is made in sum()'s own C loop, without a heap integer made
-# and freed at each exclusion.
-_WORD_BITS = 62
-_EXCLUDED = operator.attrgetter("excluded")
-_SECOND, _JOINED, _STEPS = operator.itemgetter(1), itertools.chain.from_iterable, itertools.repeat("step")
-# The facts _ReportFacts hands over: a report of the common shape (its counts in _BITS a
-# count, or in its rubric's _small_bits), a report told in full, a rubric.
-_FAST, _FULL, _RUBRIC, _SMALL = 0, 1, 2, 3
+# A property's counts go packed in one number (_ReportFacts), this many bits a count: its
+# admitted count in the lowest bits, then forbidden, inadmissible and shortcut-rejected
+# (CountingProperty.check sums them as it classifies). Four counts of 7 bits stay under
+# 2**30, one digit of CPython's ints, whose sums take the quick path; no count passes the
+# number of items, so bundles of more than _COUNT_MASK items are told in full.
+_COUNT_BITS = 7
+_COUNT_MASK = (1 << _COUNT_BITS) - 1
+_REASON_WEIGHTS = {"forbidden": 1 << _COUNT_BITS, "inadmissible": 1 << 2 * _COUNT_BITS,
+                   "shortcut-rejected": 1 << 3 * _COUNT_BITS}
+_STEPS = itertools.repeat("step")
+# The facts _ReportFacts hands over: a report of the common shape (its properties' counts),
+# a report told in full, a rubric.
+_COUNTED, _FULL, _RUBRIC = 0, 1, 2
 _REPORTS_A_PUT = 64
-
-
-def _small_bits(properties: int) -> int:
-    """How many bits a count has when all the packed counts of a rubric of ``properties``
-    properties (three a property) must fit in _WORD_BITS (0: they cannot)."""
-    return min(_BITS, _WORD_BITS // (3 * max(1, properties)))
 
 
 class _ReportFacts:
     """admiss check's reports, handed to the exporter process as the few facts their events
     are made of; the exporter process makes the events (_Reports), the same records
     Telemetry.report would make here. Per report of the common shape (no chain, no span
-    named, fewer than a million items): its rubric by number (the rubric's name, and per
+    named, at most _COUNT_MASK items): its rubric by number (the rubric's name, and per
     property its name, DEFAULT, verdicts and rationales, go once, _RUBRIC), its bundle's
-    name, its time, each property's admitted count, and its exclusion counts packed in one
-    number, summed in C over the report's exclusions (each Exclusion, made once when the
-    rubric compiles, has its weight: one in its property's and reason's bits). Other
-    reports go with their events' fields and spans (_FULL). Making the events here cost
-    the checking process some 20 µs of CPU a bundle of 3 properties in a run of 10,000
-    (of 55-80 µs a bundle checking it): 5 % of the run allows about 3 µs."""
+    name, its time, and per property one number, its counts, which the checker made as it
+    classified the items (a rubric's properties count from its first report on:
+    CompiledProperty.count_exclusions). Other reports, and each rubric's first, go with
+    their events' fields and spans (_FULL). Making the events here cost the checking
+    process some 20 µs of CPU a bundle of 3 properties in a run of 10,000 (of 55-80 µs a
+    bundle checking it): 5 % of the run allows about 3 µs."""
 
     def __init__(self, channel: "_Channel"):
         self.put = channel.put
-        # a compiled rubric → (its number, its properties, the most items its counts fit a word for)
-        self.rubrics: dict[Any, tuple[int, int, int]] = {}
-        self.weights: dict[Any, int] = {}  # an Exclusion → its weight in the packed counts
-        self.weigh = self.weights.__getitem__
-        self.small: dict[Any, int] = {}  # an Exclusion → its weight in its rubric's _small_bits
-        self.weigh_small = self.small.__getitem__
+        # a compiled rubric → (its number, its properties)
+        self.rubrics: dict[Any, tuple[int, int]] = {}
         self.held: list[tuple] = []
         self.count = 0  # the events of the facts held
         self.clock = time.time_ns
@@ -462,40 +452,30 @@ class _ReportFacts:
         if known is None:
             known = self._rubric(report.rubric)
         evidence = report.evidence
-        if report.chain is None and len(props) == known[1] and len(evidence) <= _MASK and not _may_have_step(evidence):
-            # No count can pass the items checked: within known[2] items the counts fit a word.
-            kind, weigh = (_SMALL, self.weigh_small) if len(evidence) <= known[2] else (_FAST, self.weigh)
+        facts = None
+        if report.chain is None and len(props) == known[1] and len(evidence) <= _COUNT_MASK \
+                and not _may_have_step(evidence):
             try:
-                packed = sum(map(weigh, map(_SECOND, _JOINED(map(_EXCLUDED, props)))))
-            except KeyError:  # an exclusion not weighed yet
-                packed = self._weighed(props, kind)
-            # A list comprehension: 2.8k instructions for 3 properties where list(map(len, ...)) took 5.8k.
-            self.held.append((kind, known[0], report.bundle_name or "", self.clock(),
-                              [len(result.admitted) for result in props], packed))
-            self.count += len(props)
-        else:
+                # A list comprehension: 2.8k instructions for 3 properties where list(map(...)) took 5.8k.
+                facts = (_COUNTED, known[0], report.bundle_name or "", self.clock(), [r.counts for r in props])
+                self.count += len(props)
+            except AttributeError:  # checked before its rubric's properties counted: its first report
+                pass
+        if facts is None:
             parents, gate_parent, gates = report_parents(report)
-            self.held.append((_FULL, known[0], report.bundle_name or "", self.clock(),
-                              [property_fields(r) for r in props], parents, gate_parent, gates))
+            facts = (_FULL, known[0], report.bundle_name or "", self.clock(),
+                     [property_fields(r) for r in props], parents, gate_parent, gates)
             self.count += len(props) + len(gates)
+        self.held.append(facts)
         if len(self.held) >= _REPORTS_A_PUT:
             self.sent()
 
-    def _rubric(self, rubric: Any) -> tuple[int, int, int]:
-        known = self.rubrics[rubric] = (len(self.rubrics), len(rubric.properties),
-                                        (1 << _small_bits(len(rubric.properties))) - 1)
+    def _rubric(self, rubric: Any) -> tuple[int, int]:
+        known = self.rubrics[rubric] = (len(self.rubrics), len(rubric.properties))
         self.held.append((_RUBRIC, known[0], rubric.name, [_property_row(p) for p in rubric.properties]))
+        for prop in rubric.properties:
+            prop.count_exclusions(_REASON_WEIGHTS)
         return known
-
-    def _weighed(self, props: Any, kind: int) -> int:
-        bits = _small_bits(len(props))
-        for result in props:
-            for _, exclusion in result.excluded:
-                reason = {"forbidden": 0, "inadmissible": 1}.get(exclusion.reason, 2)  # as property_fields counts
-                self.weights[exclusion] = 1 << _BITS * (3 * exclusion.owner.index + reason)
-                self.small[exclusion] = 1 << bits * (3 * exclusion.owner.index + reason)
-        weigh = self.weigh_small if kind == _SMALL else self.weigh
-        return sum(map(weigh, map(_SECOND, _JOINED(map(_EXCLUDED, props)))))
 
     def sent(self) -> None:
         if self.held:
@@ -1121,14 +1101,12 @@ class _Reports(_Maker):
         # number → (name, _property_row of each property, the name encoded)
         self.rubrics: dict[int, tuple[str, list[tuple], bytes]] = {}
         self.bundle = otlp_wire.LOG_ATTRIBUTES.encode_string
-        self.shapes: dict[tuple, list[tuple]] = {}  # (number, each admitted count, packed) → the events' heads
+        self.shapes: dict[tuple, list[tuple]] = {}  # (number, each property's counts) → the events' heads
 
     def add(self, count: int, frame: bytes) -> None:
         for facts in marshal.loads(frame):
-            if facts[0] == _FAST:
+            if facts[0] == _COUNTED:
                 self._common_shape(*facts[1:])
-            elif facts[0] == _SMALL:
-                self._common_shape(*facts[1:], _small_bits(len(self.rubrics[facts[1]][1])))
             elif facts[0] == _FULL:
                 self._told_in_full(*facts[1:])
             else:
@@ -1138,19 +1116,17 @@ class _Reports(_Maker):
     def _prepared(self, number: int, bundle: str, time_ns: int) -> bytes:
         return self.events.prepare({"admiss.rubric": self.rubrics[number][0], "admiss.bundle": bundle}, time_ns)
 
-    def _common_shape(self, number: int, bundle: str, time_ns: int, admitted: list[int], packed: int,
-                      bits: int = _BITS) -> None:
+    def _common_shape(self, number: int, bundle: str, time_ns: int, counts: list[int]) -> None:
         # Reports of a batch mostly say the same of their properties: their events' heads
         # are kept, and only the time and the bundle's name are new. The same records as
         # emit_report's, in 4.4-6.4 µs of CPU a bundle of 3 properties where it took 12.5-13
         # (a replay of 2,000 reports' facts in process, at load 3).
-        shape = (number, bits, *admitted, packed)
+        shape = (number, *counts)
         heads = self.shapes.get(shape)
         if heads is None:
             if len(self.shapes) >= _KEPT_PROPERTIES:
                 self.shapes.clear()
-            heads = self.shapes[shape] = [
-                self.events.kept(key)[1] for key in self._fields(number, admitted, packed, bits)]
+            heads = self.shapes[shape] = [self.events.kept(key)[1] for key in self._fields(number, counts)]
         stamp = otlp_wire.FIXED64(time_ns)
         common = self.rubrics[number][2] + self.bundle("admiss.bundle", bundle)
         parts: list[bytes] = []
@@ -1158,16 +1134,15 @@ class _Reports(_Maker):
             parts += otlp_wire.event_in_scope(stamp, head, common, _EVENT_NAME)
         self.put(b"L", len(heads), b"".join(parts))
 
-    def _fields(self, number: int, admitted: list[int], packed: int, bits: int) -> list[tuple]:
-        """The property_fields of a report of the common shape, from its facts (its counts
-        ``bits`` a count)."""
-        fields, mask = [], (1 << bits) - 1
-        for (name, default, some_verdict, some_rationale, no_verdict, no_rationale), count in zip(
-                self.rubrics[number][1], admitted):
-            verdict, rationale = (some_verdict, some_rationale) if count else (no_verdict, no_rationale)
-            fields.append((name, verdict, rationale, count, packed & mask, packed >> bits & mask,
-                           packed >> 2 * bits & mask, default))
-            packed >>= 3 * bits
+    def _fields(self, number: int, counts: list[int]) -> list[tuple]:
+        """The property_fields of a report of the common shape, from its properties' counts."""
+        fields = []
+        for (name, default, some_verdict, some_rationale, no_verdict, no_rationale), packed in zip(
+                self.rubrics[number][1], counts):
+            admitted = packed & _COUNT_MASK
+            verdict, rationale = (some_verdict, some_rationale) if admitted else (no_verdict, no_rationale)
+            fields.append((name, verdict, rationale, admitted, packed >> _COUNT_BITS & _COUNT_MASK,
+                           packed >> 2 * _COUNT_BITS & _COUNT_MASK, packed >> 3 * _COUNT_BITS & _COUNT_MASK, default))
         return fields
 
     def _told_in_full(self, number: int, bundle: str, time_ns: int, fields: list[tuple], parents: list[Any],

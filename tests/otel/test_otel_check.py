@@ -353,3 +353,24 @@ def test_a_varied_batchs_events_are_those_the_sdk_makes_in_process(tmp_path, rec
                                str(batch), str(PYDANTIC_AI_TRACE))
     assert got == expected
     assert any(e["span_id"] for e in got) and not all(e["span_id"] for e in got)
+
+
+def test_jobs_workers_counts_are_those_the_sdk_makes_in_process(tmp_path, receiver):
+    # Each --jobs worker's telemetry sees the rubric afresh: its first report goes in full,
+    # and the rest as the counts its properties make as they check (a rubric without a
+    # chain: the common shape). Record for record as the SDK makes them in process.
+    (tmp_path / "plain.rubric").write_text(VARIED_RUBRIC.split("CHAIN")[0])
+    evidence = BUNDLE["evidence"]
+    batch = tmp_path / "batch.jsonl"
+    batch.write_text("".join(json.dumps({"evidence": evidence[n % 4:] + evidence[:n % 3]}) + "\n" for n in range(40)))
+    got, expected = _both_ways(tmp_path, receiver, "--rubric", str(tmp_path / "plain.rubric"), "--jobs", "2",
+                               "--format", "json", str(batch))
+    assert sorted(got, key=_event_key) == sorted(expected, key=_event_key)  # the workers' events interleave
+    assert len(got) == 40 * VARIED_RUBRIC.split("CHAIN")[0].count("PROPERTY")
+    # The batch is as varied as it says: several sets of counts.
+    assert len({tuple(e["attributes"][f"admiss.excluded.{r}"] for r in ("forbidden", "inadmissible", "shortcut_rejected"))
+                for e in got}) > 3
+
+
+def _event_key(event: dict) -> tuple[str, str]:
+    return event["attributes"]["admiss.bundle"], event["attributes"]["gen_ai.evaluation.name"]

@@ -192,18 +192,37 @@ def _through_the_exporter(reports) -> tuple[bytes, int]:
     return b"".join(batch.records), batch.count
 
 
+def _kinds(reports) -> list[int]:
+    """How _ReportFacts hands over each of ``reports`` (_COUNTED or _FULL)."""
+    kept = _Kept()
+    facts = otel._ReportFacts(kept)
+    for report in reports:
+        facts.add(report)
+    facts.sent()
+    return [held[0] for _, _, group in kept.puts for held in group if held[0] != otel._RUBRIC]
+
+
 def _reports():
     """Reports of a varied batch, as admiss check makes them: exclusions of every reason, a
     DEFAULT yes, a chain whose gates pass, fail and abstain, an OTel trace whose events name
-    its spans, and a second rubric."""
+    its spans, and a second rubric; checked twice, before telemetry saw their rubrics and
+    after (when their properties count as they check: CompiledProperty.count_exclusions)."""
     ops = admiss.compile_source(REPORT_RUBRIC, name="ops")
     chained = admiss.compile_source(REPORT_RUBRIC + CHAIN, name="chained")
     traced = admiss.compile_source("PROPERTY tools { ADMIT procedurally_sound_tool_call }\n", name="tools")
-    reports = [ops.check(bundle, f"bundle-{n}") for n, bundle in enumerate(REPORT_BUNDLES)]
-    reports += [chained.check({**bundle, "candidates": [candidate]}, f"chained-{n}")
-                for n, (bundle, candidate) in enumerate(zip(REPORT_BUNDLES, CANDIDATES))]
-    reports.append(traced.check(json.loads(PYDANTIC_AI_TRACE.read_text()), "trace"))
-    return reports
+
+    def checked():
+        reports = [ops.check(bundle, f"bundle-{n}") for n, bundle in enumerate(REPORT_BUNDLES)]
+        reports += [chained.check({**bundle, "candidates": [candidate]}, f"chained-{n}")
+                    for n, (bundle, candidate) in enumerate(zip(REPORT_BUNDLES, CANDIDATES))]
+        reports.append(traced.check(json.loads(PYDANTIC_AI_TRACE.read_text()), "trace"))
+        return reports
+
+    plain = checked()
+    facts = otel._ReportFacts(_Kept())
+    for report in plain:
+        facts.add(report)
+    return plain + checked()
 
 
 def test_a_checked_reports_events_decode_as_the_sdks_do():
@@ -218,6 +237,7 @@ def test_a_checked_reports_events_decode_as_the_sdks_do():
     for report in reports + reports:
         sdk.report(report)
     made, count = _through_the_exporter(reports + reports)  # the second time from the kept encodings
+    assert {otel._FULL, otel._COUNTED} <= set(_kinds(reports))
     expected = ExportLogsServiceRequest.FromString(encode_logs(exporter.get_finished_logs()).SerializeToString())
     got = ExportLogsServiceRequest.FromString(otlp_wire.export_request(
         otlp_wire.resource_message(RESOURCE.attributes), otlp_wire.scope_message("admiss", __version__), made))
@@ -240,53 +260,53 @@ def _gates(report) -> int:
     return sum(len(rung.gates) for rung in report.chain.rungs) if report.chain is not None else 0
 
 
-def test_a_reports_exclusion_counts_survive_their_packing(monkeypatch):
-    # Each property's three counts share one number, so many bits a count (4 here, to
-    # reach the edge with small bundles): counts up to the limit stay apart, and a
-    # bundle with more items than a count can hold is told in full.
-    monkeypatch.setattr(otel, "_BITS", 4)
-    monkeypatch.setattr(otel, "_MASK", 15)
-    rubric = admiss.compile_source(REPORT_RUBRIC, name="ops")
-    forbidden = {"kind": "summary", "detail": "s", "source_label": "recap"}
-    shortcut = {"kind": "verified_external_source", "detail": "n", "source_label": "news article"}
-    other = {"kind": "other", "detail": "o", "source_label": "o"}
-    bundles = [[forbidden] * 12 + [shortcut] * 2 + [other], [forbidden] * 30 + [shortcut] * 17 + [other] * 2]
-    made, _ = _through_the_exporter([rubric.check({"evidence": items}, "big") for items in bundles])
+def _counts_received(made: bytes) -> list[tuple[int, int, int, int]]:
+    """Each event's (admitted, forbidden, shortcut-rejected, inadmissible) counts."""
     got = ExportLogsServiceRequest.FromString(otlp_wire.export_request(b"", b"", made))
     counts = []
     for record in got.resource_logs[0].scope_logs[0].log_records:
         said = {kv.key: kv.value.int_value for kv in record.attributes}
-        if record.attributes[0].value.string_value == "named_operator":
-            counts.append(tuple(said["admiss.excluded." + r] for r in ("forbidden", "shortcut_rejected", "inadmissible")))
-    assert counts == [(12, 2, 1), (30, 17, 2)]
+        counts.append(tuple(said["admiss." + r] for r in (
+            "evidence.admitted", "excluded.forbidden", "excluded.shortcut_rejected", "excluded.inadmissible")))
+    return counts
 
 
-def test_a_reports_counts_in_a_word_and_past_it():
-    # Where a bundle's items are few enough for every count of the rubric's properties to
-    # fit a machine word together, they go in fewer bits a count (_SMALL); one item more
-    # and they go in the wide packing (_FAST): the counts arrive the same either way.
+def test_a_reports_counts_at_their_packings_limit_and_past_it():
+    # A property's four counts share one number, otel._COUNT_BITS a count: a bundle of as
+    # many items as a count holds goes as counts, and they stay apart; one item more and it
+    # is told in full. The counts arrive the same either way.
     rubric = admiss.compile_source(REPORT_RUBRIC, name="ops")
-    limit = (1 << otel._small_bits(len(rubric.ir.properties))) - 1
+    limit = otel._COUNT_MASK
     forbidden = {"kind": "summary", "detail": "s", "source_label": "recap"}
     shortcut = {"kind": "verified_external_source", "detail": "n", "source_label": "news article"}
+    admitted = {"kind": "verified_external_source", "detail": "v", "source_label": "filing"}
     other = {"kind": "other", "detail": "o", "source_label": "o"}
-    sizes = [(limit - 23, 20, 3), (limit - 22, 20, 3)]  # limit items, then one more
-    reports = [rubric.check({"evidence": [forbidden] * f + [shortcut] * s + [other] * o}, "big") for f, s, o in sizes]
-    kept = _Kept()
-    facts = otel._ReportFacts(kept)
-    for report in reports:
-        facts.add(report)
-    facts.sent()
-    assert [held[0] for _, _, group in kept.puts for held in group if held[0] != otel._RUBRIC] == \
-        [otel._SMALL, otel._FAST]
-    made, _ = _through_the_exporter(reports)
-    got = ExportLogsServiceRequest.FromString(otlp_wire.export_request(b"", b"", made))
-    counts = []
-    for record in got.resource_logs[0].scope_logs[0].log_records:
-        said = {kv.key: kv.value.int_value for kv in record.attributes}
-        counts.append(tuple(said["admiss.excluded." + r] for r in ("forbidden", "shortcut_rejected", "inadmissible")))
+    sizes = [(3, limit - 26, 20, 3), (3, limit - 25, 20, 3)]  # limit items, then one more
+    bundles = [{"evidence": [admitted] * a + [forbidden] * f + [shortcut] * s + [other] * o} for a, f, s, o in sizes]
+    first = rubric.check(bundles[0], "first")  # checked before telemetry saw the rubric
+    otel._ReportFacts(_Kept()).add(first)
+    reports = [rubric.check(bundle, "big") for bundle in bundles]
+    assert _kinds([first, *reports]) == [otel._FULL, otel._COUNTED, otel._FULL]
+    made, _ = _through_the_exporter([first, *reports])
     # named_operator: as the items say; stated_output: every item is inadmissible to it.
-    assert counts == [sizes[0], (0, 0, sum(sizes[0])), sizes[1], (0, 0, sum(sizes[1]))]
+    assert _counts_received(made) == [
+        count for a, f, s, o in [sizes[0], *sizes] for count in ((a, f, s, o), (0, 0, 0, a + f + s + o))]
+
+
+def test_a_rubric_counts_once_telemetry_has_seen_it():
+    # Telemetry's first report of a rubric makes its properties count as they check
+    # (CountingProperty): the same results as before, and their counts packed.
+    rubric = admiss.compile_source(REPORT_RUBRIC, name="ops")
+    before = [rubric.check(bundle, f"bundle-{n}") for n, bundle in enumerate(REPORT_BUNDLES)]
+    otel._ReportFacts(_Kept()).add(before[0])
+    after = [rubric.check(bundle, f"bundle-{n}") for n, bundle in enumerate(REPORT_BUNDLES)]
+    assert [type(p).__name__ for p in rubric.compiled.properties] == ["CountingProperty"] * 2
+    for plain, counted in zip(before, after):
+        assert counted.to_json(True) == plain.to_json(True)
+        for old, new in zip(plain.properties, counted.properties):
+            fields = otel.property_fields(old)
+            assert new.counts == fields[3] + sum(c << otel._COUNT_BITS * n for n, c in enumerate(fields[4:7], 1))
+    assert any(new.counts >> otel._COUNT_BITS for report in after for new in report.properties)
 
 
 REPORT_RUBRIC = """RUBRIC ops "Operator claims"

@@ -14,7 +14,9 @@ def pytest_xdist_auto_num_workers(config) -> int:
     measured and kept free of shared ports and folders at two workers; many of its tests
     start servers and subprocesses of their own, so more workers would mostly share the
     same cores among more processes."""
-    return max(1, min(2, len(os.sched_getaffinity(0))))
+    # sched_getaffinity (the cores this process may use) is Linux's; elsewhere, the machine's.
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(2, cores))
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -197,11 +197,13 @@ def test_the_key_of_an_unstorable_call_is_no_other_calls_key():
     assert call_key("call_1", "lookup", '{"q": 1}') == "call_1\x1flookup\x1f{\"q\": 1}"  # as stores already hold
 
 
-@pytest.mark.parametrize("then", ["write", "close"])
-def test_receipts_a_server_crash_lost_are_written_again(postgres, then):
+def _crash_after_twenty(postgres, then: str) -> int | None:
+    """The receipts the store holds once the writer closed, after a crash that followed 20
+    unflushed commits; None when the crash happened to lose nothing, so nothing was written again."""
     # The writer commits without waiting for the WAL flush; a WAL writer that sleeps 10 s
     # between rounds leaves the last commits in the server's memory, which a crash loses.
-    server = pgkit.PostgresServer(postgres.bin, settings={"wal_writer_delay": "10s"})
+    # No autovacuum: its commits wait for the flush, which would put ours on disk too.
+    server = pgkit.PostgresServer(postgres.bin, settings={"wal_writer_delay": "10s", "autovacuum": "off"})
     url = server.database()
     writer = open_writer(url)
 
@@ -219,11 +221,23 @@ def test_receipts_a_server_crash_lost_are_written_again(postgres, then):
     try:
         kept = loop.run_until_complete(go())
         loop.run_until_complete(asyncio.to_thread(writer.close))  # or they go at close
-        assert kept < 20  # the crash did lose committed receipts: what the writer is for
-        assert _count(url) == (21 if then == "write" else 20)
+        return _count(url) if kept < 20 else None
     finally:
         loop.close()
         server.close()
+
+
+@pytest.mark.parametrize("then", ["write", "close"])
+def test_receipts_a_server_crash_lost_are_written_again(postgres, then):
+    # The WAL writer's 10 s round can still fall between the last commit and the crash (CI
+    # saw it once in some hundreds of runs); then the crash lost nothing and the test has
+    # nothing to check, so it crashes a fresh server again, at most three times.
+    for _ in range(3):
+        stored = _crash_after_twenty(postgres, then)
+        if stored is not None:
+            break
+    assert stored is not None  # a crash did lose committed receipts: what the writer is for
+    assert stored == (21 if then == "write" else 20)
 
 
 def test_the_receipts_a_writer_holds_are_bounded_by_waiting_for_the_flush(postgres):

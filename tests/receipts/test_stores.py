@@ -197,13 +197,16 @@ def test_the_key_of_an_unstorable_call_is_no_other_calls_key():
     assert call_key("call_1", "lookup", '{"q": 1}') == "call_1\x1flookup\x1f{\"q\": 1}"  # as stores already hold
 
 
+# The writer commits without waiting for the WAL flush; a WAL writer that sleeps 10 s
+# between rounds leaves the last commits in the server's memory, which a crash loses. No
+# autovacuum: its commits wait for the flush, which would put the writer's on disk too.
+SLOW_FLUSHES = {"wal_writer_delay": "10s", "autovacuum": "off"}
+
+
 def _crash_after_twenty(postgres, then: str) -> int | None:
     """The receipts the store holds once the writer closed, after a crash that followed 20
     unflushed commits; None when the crash happened to lose nothing, so nothing was written again."""
-    # The writer commits without waiting for the WAL flush; a WAL writer that sleeps 10 s
-    # between rounds leaves the last commits in the server's memory, which a crash loses.
-    # No autovacuum: its commits wait for the flush, which would put ours on disk too.
-    server = pgkit.PostgresServer(postgres.bin, settings={"wal_writer_delay": "10s", "autovacuum": "off"})
+    server = pgkit.PostgresServer(postgres.bin, settings=SLOW_FLUSHES)
     url = server.database()
     writer = open_writer(url)
 
@@ -230,7 +233,7 @@ def _crash_after_twenty(postgres, then: str) -> int | None:
 @pytest.mark.parametrize("then", ["write", "close"])
 def test_receipts_a_server_crash_lost_are_written_again(postgres, then):
     # The WAL writer's 10 s round can still fall between the last commit and the crash (CI
-    # saw it once in some hundreds of runs); then the crash lost nothing and the test has
+    # saw it once); then the crash lost nothing and the test has
     # nothing to check, so it crashes a fresh server again, at most three times.
     for _ in range(3):
         stored = _crash_after_twenty(postgres, then)
@@ -244,7 +247,7 @@ def test_the_receipts_a_writer_holds_are_bounded_by_waiting_for_the_flush(postgr
     # As above, the server's WAL writer flushes (nearly) nothing for 10 s; past its bound, a
     # commit waits for the flush, which puts every receipt before it on disk too: a crash
     # then loses only what was held since.
-    server = pgkit.PostgresServer(postgres.bin, settings={"wal_writer_delay": "10s"})
+    server = pgkit.PostgresServer(postgres.bin, settings=SLOW_FLUSHES)
     url = server.database()
     writer = open_writer(url)
     writer.HELD_LIMIT = 5

@@ -135,7 +135,7 @@ class Telemetry:
         # every signal that is on goes over OTLP.
         self._ships = spans and bool(wire) and all(getattr(plan, signal) in ("otlp", None) for signal in SIGNALS)
         self._policies: dict[Any, dict[str, list[str]]] = {}
-        # admiss check must lose no event: past the queue it waits for the exporter. The
+        # admiss check must lose no event: when the exporter falls behind, it waits. The
         # gateway never waits on telemetry: past the queue it drops, counts and says so.
         self._channel = _Channel(plan, environ, wire, block=not spans, requests=self._ships) if wire else None
         self._providers: list[Any] = []
@@ -622,16 +622,26 @@ class _WireSpans:
 
 
 class _Channel:
-    """Encoded records on their way to the exporter process: a bounded queue that a writer
-    thread empties into the process's stdin (a pipe write lets go of the GIL), framed as
+    """Encoded records on their way to the exporter process, through its stdin, framed as
     kind (b"L" log records, b"T" spans; b"C" admiss check's report facts, b"R" the gateway's
     requests, which the exporter process makes records of), record count, length, the
     records in_scope (the facts in marshal's format, the requests as JSON lines). A frame
     is one export request's records (at most the signal's ``MAX_EXPORT_BATCH_SIZE``, but a
     report's or request's records are never split), so the exporter process joins frames
-    and does not read records one by one. The queue holds a report's or a request's
-    records together; past ``OTEL_BLRP_MAX_QUEUE_SIZE`` (2048) of them queued, ``put``
-    waits (``block``) or drops, counts the records and says so on stderr."""
+    and does not read records one by one.
+
+    admiss check (``block``) writes each group of facts into the pipe itself, from the
+    thread that checks: when the exporter falls behind, the full pipe makes the check wait,
+    as it must (it loses no event). A writer thread there cost the check more than its
+    facts: waiting for the GIL behind a check that lets go of it at every read and write,
+    it was woken in vain some 1,500-7,000 times a second (its voluntary context switches,
+    /proc), each wake the kernel's work and CPU time of the checking process that no count
+    of instructions shows (docs/performance.md, "Telemetry, ninth pass").
+
+    The gateway never waits on telemetry: its records go in a bounded queue that a writer
+    thread empties into the pipe (a pipe write lets go of the GIL); past
+    ``OTEL_BLRP_MAX_QUEUE_SIZE`` (2048) requests queued, ``put`` drops, counts the records
+    and says so on stderr."""
 
     def __init__(self, plan: Plan, environ: Mapping[str, str], signals: list[str], block: bool,
                  requests: bool = False):
@@ -650,36 +660,35 @@ class _Channel:
         self.process.stdin.write(json.dumps({"endpoints": endpoints, "resource": resource_attributes(plan, environ),
                                              "requests": requests, "check": block}).encode() + b"\n")
         self.process.stdin.flush()
-        # admiss check (block) queues its reports' facts in groups (_ReportFacts), the queue's
-        # size still in reports.
-        self.limit = max(1, _queue_size(environ) // _REPORTS_A_PUT) if block else _queue_size(environ)
+        self.limit = _queue_size(environ)
         self.sizes = {_KINDS[signal]: _batch_size(signal, environ) for signal in SIGNALS}
         self.sizes[b"R"] = _WRITE_EVERY
         self.what = "requests' spans and events" if requests else "events and spans"
         self.filled: dict[bytes, int] = {}  # per kind, records in the exporter's batch (see _frames)
         self.block, self.dropped, self.closed, self.writing = block, 0, False, False
         self.handed = 0  # records (or requests) written to the exporter process
+        self.pipe = self.process.stdin  # None once the exporter process is found gone
         self.queue: collections.deque[tuple[bytes, int, bytes]] = collections.deque()  # (kind, records, joined)
         self.ready = threading.Condition()
-        self.writer = threading.Thread(target=self._write, name="admiss-telemetry", daemon=True)
-        self.writer.start()
+        self.writer = None if block else threading.Thread(target=self._write, name="admiss-telemetry", daemon=True)
+        if self.writer is not None:
+            self.writer.start()
         # A process that ends without closing its telemetry still sends what it queued.
         atexit.register(self.close)
 
     def put(self, kind: bytes, count: int, records: Any) -> None:
-        """Queue one report's or request's ``count`` records of one kind, each in_scope (or
-        a group of reports' facts, a list, for b"C")."""
+        """Hand over one report's or request's ``count`` records of one kind, each in_scope
+        (or a group of reports' facts, a list, for b"C"): written now (``block``), else queued."""
+        if self.writer is None:
+            self._hand([(kind, count, records)])
+            return
         queue = self.queue
         # A deque's append and len need no lock: the lock is taken only to wake the
-        # writer or to wait for room (a lock per record cost more than encoding it).
+        # writer or to drop (a lock per record cost more than encoding it).
         if len(queue) >= self.limit:
             with self.ready:
-                if not self.block:
-                    self._drop(count)
-                    return
-                self.ready.notify_all()
-                while len(queue) >= self.limit and not self.closed:
-                    self.ready.wait()
+                self._drop(count)
+            return
         queue.append((kind, count, records))
         if len(queue) == _WRITE_EVERY:
             with self.ready:
@@ -687,7 +696,9 @@ class _Channel:
 
     def flush(self) -> None:
         """Wait until what is queued is in the exporter process, which sends it even if
-        this process is ended next (a --jobs worker)."""
+        this process is ended next (a --jobs worker). Without a writer, it is there."""
+        if self.writer is None:
+            return
         with self.ready:
             self.ready.notify_all()
             while (self.queue or self.writing) and self.writer.is_alive():
@@ -695,12 +706,13 @@ class _Channel:
 
     def _drop(self, count: int) -> None:
         if not self.dropped:
-            sys.stderr.write(f"admiss: telemetry: the exporter falls behind: {self.what} past the queue "
-                             f"of {self.limit} (OTEL_BLRP_MAX_QUEUE_SIZE) are dropped and counted\n")
+            why = f"the exporter process is gone: the {self.what} that follow" if self.pipe is None else \
+                f"the exporter falls behind: {self.what} past the queue of {self.limit} (OTEL_BLRP_MAX_QUEUE_SIZE)"
+            sys.stderr.write(f"admiss: telemetry: {why} are dropped and counted\n")
         self.dropped += count
 
     def _write(self) -> None:
-        pipe, queue = self.process.stdin, self.queue
+        queue = self.queue
         while True:
             with self.ready:
                 if len(queue) < _WRITE_EVERY and not self.closed:
@@ -708,24 +720,28 @@ class _Channel:
                 frames = [queue.popleft() for _ in range(len(queue))]
                 closed, self.writing = self.closed, bool(frames)
                 self.ready.notify_all()
-            if frames and pipe is not None:
-                try:
-                    pipe.write(b"".join(self._frames(frames)))
-                    pipe.flush()
-                    self.handed += sum(count for _, count, _ in frames)
-                except (BrokenPipeError, OSError):
-                    with self.ready:
-                        self._drop(sum(count for _, count, _ in frames))
-                    pipe = None  # the exporter process is gone: what follows is dropped
-            elif frames:
-                with self.ready:
-                    self._drop(sum(count for _, count, _ in frames))
             if frames:
+                self._hand(frames)
                 with self.ready:
                     self.writing = False
                     self.ready.notify_all()
             if closed and not frames:
                 return
+
+    def _hand(self, entries: list[tuple[bytes, int, Any]]) -> None:
+        """Write ``entries`` (kind, records, what put was given) into the exporter's pipe,
+        or count their records dropped once the exporter process is gone."""
+        count = sum(entry[1] for entry in entries)
+        if self.pipe is not None:
+            try:
+                self.pipe.write(b"".join(self._frames(entries)))
+                self.pipe.flush()
+                self.handed += count
+                return
+            except OSError:  # BrokenPipeError among them: what follows is dropped
+                self.pipe = None
+        with self.ready:
+            self._drop(count)
 
     def _frames(self, queued: list[tuple[bytes, int, bytes]]) -> list[bytes]:
         """The queued records as frames, kind by kind, cut where the exporter's batch of
@@ -760,7 +776,8 @@ class _Channel:
         with self.ready:
             self.closed = True
             self.ready.notify_all()
-        self.writer.join()
+        if self.writer is not None:
+            self.writer.join()
         try:
             self.process.stdin.close()
         except OSError:

@@ -72,6 +72,7 @@ def test_a_check_whose_exporter_is_killed_completes_and_says_what_was_lost(tmp_p
     assert run.returncode == expected_code == 1, err
     assert len(out.splitlines()) == 3000
     assert "the exporter process ended before it was done (killed by signal 9)" in err
+    assert "the exporter process is gone: the events and spans that follow are dropped and counted" in err
     dropped = int(err.split(" events and spans were dropped in all")[0].rsplit("admiss: telemetry: ", 1)[1])
     assert 0 < dropped <= 3000 * 3
     assert "Traceback" not in err

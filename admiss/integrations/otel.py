@@ -665,7 +665,7 @@ class _Channel:
         self.sizes[b"R"] = _WRITE_EVERY
         self.what = "requests' spans and events" if requests else "events and spans"
         self.filled: dict[bytes, int] = {}  # per kind, records in the exporter's batch (see _frames)
-        self.block, self.dropped, self.closed, self.writing = block, 0, False, False
+        self.dropped, self.closed, self.writing = 0, False, False
         self.handed = 0  # records (or requests) written to the exporter process
         self.pipe = self.process.stdin  # None once the exporter process is found gone
         self.queue: collections.deque[tuple[bytes, int, bytes]] = collections.deque()  # (kind, records, joined)

@@ -59,8 +59,9 @@ def test_a_check_whose_exporter_is_killed_completes_and_says_what_was_lost(tmp_p
     batch.write_text("".join(json.dumps(BUNDLE) + "\n" for _ in range(3000)))
     args = ["--rubric", str(rubric), "--format", "json", str(batch)]
     expected_code = check(tmp_path, *args, env=plain_env()).returncode
-    # A short queue: with its exporter stopped, the check soon waits for room.
-    env = plain_env(OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url, OTEL_BLRP_MAX_QUEUE_SIZE="4")
+    # With its exporter stopped, the pipe fills (3,000 reports' facts are more than it
+    # holds) and the check waits to write the next group.
+    env = plain_env(OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url)
     run = subprocess.Popen([sys.executable, "-m", "admiss", "check", *args], cwd=tmp_path, env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     exporter = exporter_of(run.pid)

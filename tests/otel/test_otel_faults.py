@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from otlp_receiver import Receiver
+from otlp_receiver import Receiver, events
 from test_otel_check import BUNDLE, check, plain_env, write_case
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "serve"))
@@ -77,6 +77,31 @@ def test_a_check_whose_exporter_is_killed_completes_and_says_what_was_lost(tmp_p
     dropped = int(err.split(" events and spans were dropped in all")[0].rsplit("admiss: telemetry: ", 1)[1])
     assert 0 < dropped <= 3000 * 3
     assert "Traceback" not in err
+
+
+def test_a_check_whose_exporter_stops_a_while_waits_for_it_and_loses_nothing(tmp_path, receiver):
+    rubric, bundle = write_case(tmp_path)
+    env = plain_env(OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url)
+    assert check(tmp_path, "--rubric", str(rubric), "--format", "json", str(bundle), env=env).returncode == 1
+    per_bundle = len(events(receiver))
+    assert per_bundle > 0
+    receiver.clear()
+    batch = tmp_path / "batch.jsonl"
+    batch.write_text("".join(json.dumps(BUNDLE) + "\n" for _ in range(3000)))
+    run = subprocess.Popen([sys.executable, "-m", "admiss", "check", "--rubric", str(rubric), "--format", "json",
+                            str(batch)], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    exporter = exporter_of(run.pid)
+    os.kill(exporter, signal.SIGSTOP)
+    time.sleep(1.0)
+    # The facts of 3,000 reports are more than the pipe holds: the check waits for room.
+    assert run.poll() is None
+    os.kill(exporter, signal.SIGCONT)
+    out, err = run.communicate(timeout=120)
+    assert run.returncode == 1, err
+    assert len(out.splitlines()) == 3000
+    assert "dropped" not in err and "Traceback" not in err, err
+    assert len(events(receiver)) == 3000 * per_bundle
 
 
 def test_a_gateway_whose_exporter_falls_behind_drops_counts_and_says_so(tmp_path):

@@ -180,7 +180,10 @@ def test_the_cli_is_quiet_and_shows_bad_lines_in_order_over_several_ranges(tmp_p
     # than admiss_cli's 60 s timeout with the test session's own Ray instance running.
     ran = subprocess.run([sys.executable, "-m", "admiss", "check", "--ray", "local", "--rubric", "sec.rubric",
                           "-o", "out", *inputs], cwd=tmp_path, capture_output=True, timeout=300)
-    assert ran.returncode == 2, ran.stderr
+    # CI once saw exit code 1 here after a complete stderr: the summary says whether the
+    # run's own counts were wrong or its exit code was changed after it (Ray's shutdown).
+    summary = tmp_path / "out" / "summary.json"
+    assert ran.returncode == 2, (ran.stderr.decode(), summary.read_text() if summary.exists() else "no summary.json")
     assert ran.stderr.startswith(b"few.jsonl:3:1: B001 invalid JSON: Expecting value\n  not json\n  ^\n"
                                  b"  hint: a bundle is one JSON object (a .jsonl file: one per line)\nb.jsonl:2:1: ")
     assert ran.stderr == single.stderr

@@ -121,20 +121,19 @@ def run_cli(command: list[str], case: Path, output_format: str, *more: str) -> s
     args = ["check", "--rubric", settings["rubric"], "--format", output_format, *more, settings["bundle"]]
     if "trace" in settings:
         args += ["--trace", settings["trace"]]
-    run = lambda: subprocess.run(  # noqa: E731
-        command + args, cwd=case, capture_output=True, text=True, encoding="utf-8", timeout=60
-    )
-    for _ in range(EXEC_RETRIES):
+    for attempt in range(EXEC_RETRIES + 1):
         try:
-            return run()
+            return subprocess.run(
+                command + args, cwd=case, capture_output=True, text=True, encoding="utf-8", timeout=60
+            )
         except OSError as error:
             # CI once saw execve fail with EFAULT on the console script, in the vfork child of
             # one of these threads: the kernel could not read the arguments from the parent's
             # memory, a fault of the host before admiss ran at all. Any other error, or EFAULT
             # on every try, still fails the test.
-            if error.errno != errno.EFAULT:
+            if error.errno != errno.EFAULT or attempt == EXEC_RETRIES:
                 raise
-    return run()
+    raise AssertionError("not reached: the last try returns or raises")
 
 
 def _cli_args(item: pytest.Item) -> tuple | None:

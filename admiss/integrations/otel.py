@@ -312,6 +312,9 @@ class _SdkEvents:
 _EVENT_NAME = otlp_wire.field(12, EVENT.encode())
 
 _KEPT_PROPERTIES = 4096
+# Reports' shapes kept by the exporter process (_Reports): a shape's entry is a list of its
+# properties' heads, which the property's own entries share.
+_KEPT_SHAPES = 16384
 
 
 class _WireEvents:
@@ -416,6 +419,11 @@ def emit_report(events: Any, common: Any, fields: Iterable[tuple], parents: Iter
 # number of items, so bundles of more than _COUNT_MASK items are told in full.
 _COUNT_BITS = 7
 _COUNT_MASK = (1 << _COUNT_BITS) - 1
+# One property's head kept by one int (_Reports._heads): its rubric's number, its index in
+# the rubric (at most _MOST_INDEXED), its packed counts, each in bits of its own.
+_PACKED_BITS = 4 * _COUNT_BITS
+_HEAD_KEY_BITS = _PACKED_BITS + 16
+_MOST_INDEXED = 1 << 16
 _REASON_WEIGHTS = {"forbidden": 1 << _COUNT_BITS, "inadmissible": 1 << 2 * _COUNT_BITS,
                    "shortcut-rejected": 1 << 3 * _COUNT_BITS}
 _STEPS = itertools.repeat("step")
@@ -1119,6 +1127,7 @@ class _Reports(_Maker):
         self.rubrics: dict[int, tuple[str, list[tuple], bytes]] = {}
         self.bundle = otlp_wire.LOG_ATTRIBUTES.encode_string
         self.shapes: dict[tuple, list[tuple]] = {}  # (number, each property's counts) → the events' heads
+        self.heads: dict[int, tuple] = {}  # a property's key (see _heads) → its event's head
 
     def add(self, count: int, frame: bytes) -> None:
         for facts in marshal.loads(frame):
@@ -1141,15 +1150,32 @@ class _Reports(_Maker):
         shape = (number, *counts)
         heads = self.shapes.get(shape)
         if heads is None:
-            if len(self.shapes) >= _KEPT_PROPERTIES:
+            # A batch's bundles come in many shapes (the benchmark's 100,000 in 12,420), their
+            # properties' counts in few (582): a new shape is made of its properties' kept heads.
+            if len(self.shapes) >= _KEPT_SHAPES:
                 self.shapes.clear()
-            heads = self.shapes[shape] = [self.events.kept(key)[1] for key in self._fields(number, counts)]
+            heads = self.shapes[shape] = self._heads(number, counts)
         stamp = otlp_wire.FIXED64(time_ns)
         common = self.rubrics[number][2] + self.bundle("admiss.bundle", bundle)
         parts: list[bytes] = []
         for head in heads:
             parts += otlp_wire.event_in_scope(stamp, head, common, _EVENT_NAME)
         self.put(b"L", len(heads), b"".join(parts))
+
+    def _heads(self, number: int, counts: list[int]) -> list[tuple]:
+        """The events' heads of a report of the common shape: each property's kept by one
+        int (its rubric's number, its index, its counts), else made and kept."""
+        if len(counts) > _MOST_INDEXED:  # its keys would run into the next rubric's
+            return [self.events.kept(key)[1] for key in self._fields(number, counts)]
+        kept, base = self.heads, number << _HEAD_KEY_BITS
+        keys = [base | index << _PACKED_BITS | packed for index, packed in enumerate(counts)]
+        heads = [kept.get(key) for key in keys]
+        if None in heads:
+            if len(kept) >= _KEPT_PROPERTIES:
+                kept.clear()
+            heads = [self.events.kept(key)[1] for key in self._fields(number, counts)]
+            kept.update(zip(keys, heads))
+        return heads
 
     def _fields(self, number: int, counts: list[int]) -> list[tuple]:
         """The property_fields of a report of the common shape, from its properties' counts."""
@@ -1233,24 +1259,53 @@ def _sdk_client(signal: str, endpoint: str | None) -> Any:
     certificates, credential provider, retries, all the SDK's own code. The exporters
     themselves are not imported: with their encoder, protobuf classes and the SDK's logs
     and metrics they cost 0.1 s more of this process's start-up (of 0.25 s), which
-    admiss check waits for at its end. These names are not public: tests/otel pin them."""
+    admiss check waits for at its end. These names are not public: tests/otel pin them.
+
+    Its transport is the SDK's requests one, as the exporters' is, unless the endpoint
+    needs nothing requests reads from the environment (_needs_requests): then the SDK's
+    urllib3 transport, with the same certificates. requests reads the environment again
+    at every export (proxies, .netrc); an export of 512 events cost 0.8 ms of CPU through
+    it, 0.3 through urllib3, about a quarter of what this process spends for admiss check
+    (docs/performance.md, "Telemetry, tenth pass")."""
     import logging
 
+    import requests
+    from opentelemetry.exporter.http.transport import _load_http_transport_factory
     from opentelemetry.exporter.otlp.common.http import _OTLPHTTPClient
     from opentelemetry.exporter.otlp.proto.http import _common
 
     name = signal.upper()
     variable = f"OTEL_EXPORTER_OTLP_{name}_"
+    provided = _common._load_session_from_envvar(f"OTEL_PYTHON_EXPORTER_OTLP_HTTP_{name}_CREDENTIAL_PROVIDER")
+    session = provided or requests.Session()
     transport = _common._build_transport(
         None, None, None, variable + "CERTIFICATE", variable + "CLIENT_KEY", variable + "CLIENT_CERTIFICATE",
-        session=_common._load_session_from_envvar(f"OTEL_PYTHON_EXPORTER_OTLP_HTTP_{name}_CREDENTIAL_PROVIDER"))
+        session=session)
+    endpoint = endpoint or _common._resolve_endpoint(variable + "ENDPOINT", f"v1/{signal}")
+    if provided is None and not _needs_requests(endpoint):
+        transport.close()
+        transport = _load_http_transport_factory("urllib3")(verify=session.verify, cert=session.cert)
     compression = _common._resolve_compression(variable + "COMPRESSION")
     module = "_log_exporter" if signal == "logs" else "trace_exporter"
     return _OTLPHTTPClient(
-        transport=transport, endpoint=endpoint or _common._resolve_endpoint(variable + "ENDPOINT", f"v1/{signal}"),
+        transport=transport, endpoint=endpoint,
         kind="logs" if signal == "logs" else "spans", timeout=_common._resolve_timeout(variable + "TIMEOUT"),
         compression=compression, headers=_common._resolve_headers(None, variable + "HEADERS"),
         logger=logging.getLogger(f"opentelemetry.exporter.otlp.proto.http.{module}"))
+
+
+def _needs_requests(url: str) -> bool:
+    """Whether an export to ``url`` needs what requests reads from the environment: a proxy
+    (HTTP_PROXY, ALL_PROXY, NO_PROXY), a login in .netrc, or, for https, its trust store
+    (REQUESTS_CA_BUNDLE, certifi), which urllib3 does not read. Read once: this process's
+    environment does not change."""
+    import urllib.parse
+
+    from requests import utils
+
+    return (urllib.parse.urlsplit(url).scheme != "http"
+            or utils.select_proxy(url, utils.get_environ_proxies(url)) is not None
+            or utils.get_netrc_auth(url) is not None)
 
 
 def _positive(environ: Mapping[str, str], name: str, default: int) -> int:

@@ -374,3 +374,34 @@ def test_jobs_workers_counts_are_those_the_sdk_makes_in_process(tmp_path, receiv
 
 def _event_key(event: dict) -> tuple[str, str]:
     return event["attributes"]["admiss.bundle"], event["attributes"]["gen_ai.evaluation.name"]
+
+
+def _without_proxies(**more: str) -> dict[str, str]:
+    proxies = {"http_proxy", "https_proxy", "all_proxy", "no_proxy"}
+    return {k: v for k, v in plain_env(**more).items() if k.lower() not in proxies or k in more}
+
+
+@pytest.mark.parametrize("bypassed", [False, True], ids=["through-the-proxy", "no-proxy-for-the-endpoint"])
+def test_the_exporter_goes_through_the_proxy_the_environment_names(tmp_path, receiver, bypassed):
+    # The exporter sends straight to the endpoint only when nothing in the environment
+    # says otherwise: an HTTP_PROXY is used (this proxy answers 403 to all but CONNECT, so
+    # the events fail there and say so), unless NO_PROXY names the endpoint's host.
+    sys.path.insert(0, str(Path(__file__).parent.parent / "gates"))
+    from tls_kit import ConnectProxy
+
+    proxy = ConnectProxy()
+    try:
+        rubric, bundle = write_case(tmp_path)
+        more = {"NO_PROXY": "127.0.0.1"} if bypassed else {}
+        result = check(tmp_path, "--rubric", str(rubric), str(bundle),
+                       env=_without_proxies(OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url, HTTP_PROXY=proxy.url(), **more))
+    finally:
+        proxy.stop()
+    assert result.returncode == 1, result.stderr
+    if bypassed:
+        assert_bundle_events(receiver)
+        assert proxy.refused == 0
+    else:
+        assert proxy.refused >= 1
+        assert events(receiver) == []
+        assert "admiss: telemetry: 3 events and spans of 3 could not be exported" in result.stderr, result.stderr

@@ -1264,9 +1264,9 @@ def _sdk_client(signal: str, endpoint: str | None) -> Any:
     Its transport is the SDK's requests one, as the exporters' is, unless the endpoint
     needs nothing requests reads from the environment (_needs_requests): then the SDK's
     urllib3 transport, with the same certificates. requests reads the environment again
-    at every export (proxies, .netrc); an export of 512 events cost 0.8 ms of CPU through
-    it, 0.3 through urllib3, about a quarter of what this process spends for admiss check
-    (docs/performance.md, "Telemetry, tenth pass")."""
+    at every export (proxies, .netrc): an export of 512 events cost 0.8 ms of CPU through
+    it, 0.3 through urllib3, and this process's CPU for a check of 100,000 bundles fell by
+    30 % (docs/performance.md, "Telemetry, tenth pass")."""
     import logging
 
     import requests

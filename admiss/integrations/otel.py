@@ -1266,7 +1266,7 @@ def _sdk_client(signal: str, endpoint: str | None) -> Any:
     urllib3 transport, with the same certificates. requests reads the environment again
     at every export (proxies, .netrc): an export of 512 events cost 0.8 ms of CPU through
     it, 0.3 through urllib3, and this process's CPU for a check of 100,000 bundles fell by
-    30 % (docs/performance.md, "Telemetry, tenth pass")."""
+    a quarter (docs/performance.md, "Telemetry, tenth pass")."""
     import logging
 
     import requests

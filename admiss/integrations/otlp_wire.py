@@ -198,9 +198,9 @@ def event_in_scope(stamp: bytes, head: tuple[bytes, int], common: bytes, event_n
             stamp, event_name)
 
 
-def span_event(name: str, time_ns: int, attributes: Mapping[str, Any]) -> bytes:
-    """A Span.Event message."""
-    return b"\x09" + FIXED64(time_ns) + field(2, name.encode("utf-8")) + EVENT_ATTRIBUTES.encode(attributes)
+def span_event(name: str, time_ns: int, attributes: Mapping[str, Any], more: bytes = b"") -> bytes:
+    """A Span.Event message; ``more``: attributes after ``attributes``, EVENT_ATTRIBUTES-encoded."""
+    return b"\x09" + FIXED64(time_ns) + field(2, name.encode("utf-8")) + EVENT_ATTRIBUTES.encode(attributes) + more
 
 
 def span(trace_id: int, span_id: int, parent_span_id: int, parent_is_remote: bool, name: str, kind: int,

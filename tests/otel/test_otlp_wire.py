@@ -36,6 +36,7 @@ ATTRIBUTES = [
     {"gen_ai.evaluation.name": "named_operator", "gen_ai.evaluation.score.value": 1.0,
      "gen_ai.evaluation.score.label": "yes", "admiss.evidence.admitted": 3},
 ]
+OWN = {"gen_ai.response.id": "chatcmpl-1", "admiss.receipt.id": "rcpt_1"}
 RESOURCE = Resource.create({"service.name": "wire-test", "service.version": __version__})
 TRACE_ID, SPAN_ID = 0x0AF7651916CD43DD8448EB211C80319C, 0xB7AD6B7169203331
 
@@ -98,8 +99,9 @@ def _a_request(spans, traceparent: str | None) -> None:
                          ATTRIBUTES[0])
     rung = spans.child(request, "admiss.rung cheap", otel._INTERNAL, 2_000, ATTRIBUTES[1])
     spans.end(spans.child(rung, "chat cheap", otel._CLIENT, 2_500, ATTRIBUTES[2]), 3_000)
-    spans.event(rung, ATTRIBUTES[1], 3_500)
-    spans.event(rung, ATTRIBUTES[2], 3_600)
+    # A request's own attributes follow each event's: the same dict for both, encoded once on the wire.
+    spans.event(rung, ATTRIBUTES[1], 3_500, OWN)
+    spans.event(rung, ATTRIBUTES[2], 3_600, OWN)
     spans.end(rung, 4_000)
     spans.end(request, 5_000)
     spans.sent()
@@ -123,6 +125,80 @@ def test_spans_decode_as_the_sdks_do():
         assert len(spans) == 3 and len(spans[1].events) == 2
         assert spans[2].parent_span_id == (SPAN_ID.to_bytes(8, "big") if traceparent else b"")
         assert spans[2].trace_state == ("vendor=one,other=two" if traceparent else "")
+
+
+def _gate(name: str, verdict: str, **more) -> dict:
+    return {"gate": name, "verdict": verdict, "effective": verdict, "score": None, "reason": "", "disabled": False,
+            "gate_cost_usd": 0.0, "duration_ms": 0.25, **more}
+
+
+def _served_request(request_id: str) -> dict:
+    """A gateway request as Telemetry.served hands it over: a chain that escalated from one
+    rung to the next, which served, with a judge's call among its usage."""
+    rungs = [{"rung": "cheap", "model": "fake/cheap", "outcome": "escalated", "cost_usd": 0.001,
+              "gates": [_gate("non_empty", "pass"), _gate("json_valid", "fail", reason="not JSON", fault="candidate")]},
+             {"rung": "strong", "model": "fake/strong", "outcome": "served", "cost_usd": 0.01,
+              "gates": [_gate("non_empty", "pass"), _gate("judge", "pass", score=0.9, duration_ms=3.5)]}]
+    usage = [{"rung": "cheap", "purpose": "rung", "model": "fake/cheap", "prompt_tokens": 12, "completion_tokens": 5,
+              "cost_usd": 0.001},
+             {"rung": "strong", "purpose": "rung", "model": "fake/strong", "prompt_tokens": 12,
+              "completion_tokens": 7, "cost_usd": 0.009},
+             {"rung": "strong", "purpose": "judge", "model": "fake/judge", "prompt_tokens": None,
+              "completion_tokens": None, "cost_usd": 0.001}]
+    receipt = {"id": f"rcpt_{request_id}", "request_id": f"chatcmpl-{request_id}", "usage": usage,
+               "latency_ms": {"cheap": 1.5, "strong": 6.0},
+               "chain": {"name": "answer", "rungs": rungs, "model_cost_usd": 0.01, "gate_cost_usd": 0.001}}
+    return {"receipt": receipt, "rung": "strong", "outcome": "served", "usage": {"prompt_tokens": 24,
+            "completion_tokens": 12, "total_tokens": 36}, "policies": {"cheap": ["fail_closed", "fail_open"],
+            "strong": ["fail_closed", "fail_closed"]}, "traceparent": None, "tracestate": None,
+            "started_ns": 1_000_000, "ended_ns": 9_000_000}
+
+
+class _Records:
+    def __init__(self):
+        self.records: dict[bytes, list[bytes]] = {b"L": [], b"T": []}
+
+    def put(self, kind: bytes, count: int, records: bytes) -> None:
+        self.records[kind].append(records)
+
+
+def test_a_gateway_requests_records_decode_as_the_sdks_do():
+    # Two requests in turn: each one's ids, given apart from the gates' attributes, land after
+    # them on every event (the served rung's with the response's id), as the SDK writes them.
+    exporter, logs = InMemorySpanExporter(), InMemoryLogRecordExporter()
+    tracer = TracerProvider(resource=RESOURCE)
+    tracer.add_span_processor(SimpleSpanProcessor(exporter))
+    logger = LoggerProvider(resource=RESOURCE)
+    logger.add_log_record_processor(SimpleLogRecordProcessor(logs))
+    collected = _Records()
+    random.seed(7)
+    for number in ("1", "2"):
+        otel.request_records(_served_request(number), otel._SdkSpans(tracer.get_tracer("admiss", __version__)),
+                             otel._SdkEvents(logger))
+    random.seed(7)
+    spans, events = otel._WireSpans(collected), otel._WireEvents(collected)
+    for number in ("1", "2"):
+        otel.request_records(_served_request(number), spans, events)
+    head = (otlp_wire.resource_message(RESOURCE.attributes), otlp_wire.scope_message("admiss", __version__))
+    expected = ExportTraceServiceRequest.FromString(encode_spans(exporter.get_finished_spans()).SerializeToString())
+    assert ExportTraceServiceRequest.FromString(otlp_wire.export_request(*head, b"".join(collected.records[b"T"]))) \
+        == expected
+    made = ExportLogsServiceRequest.FromString(encode_logs(logs.get_finished_logs()).SerializeToString())
+    wire = ExportLogsServiceRequest.FromString(otlp_wire.export_request(*head, b"".join(collected.records[b"L"])))
+    for request in (made, wire):  # each way stamps its own time
+        for record in request.resource_logs[0].scope_logs[0].log_records:
+            record.time_unix_nano = record.observed_time_unix_nano = 0
+    assert wire == made
+    records = wire.resource_logs[0].scope_logs[0].log_records
+    assert len(records) == 8
+    served = [{kv.key: kv.value.string_value for kv in r.attributes} for r in records if any(
+        kv.key == "admiss.rung" and kv.value.string_value == "strong" for kv in r.attributes)]
+    assert [(a["gen_ai.response.id"], a["admiss.receipt.id"]) for a in served] == [
+        ("chatcmpl-1", "rcpt_1"), ("chatcmpl-1", "rcpt_1"), ("chatcmpl-2", "rcpt_2"), ("chatcmpl-2", "rcpt_2")]
+    assert [kv.key for kv in records[0].attributes][-1] == "admiss.receipt.id"
+    assert "gen_ai.response.id" not in {kv.key for kv in records[0].attributes}  # the escalated rung's
+    span_events = [event for span in expected.resource_spans[0].scope_spans[0].spans for event in span.events]
+    assert len(span_events) == 8 and all(event.attributes[-1].key == "admiss.receipt.id" for event in span_events)
 
 
 def test_a_trace_sampled_out_sends_no_span(monkeypatch):

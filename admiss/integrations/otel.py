@@ -1314,15 +1314,17 @@ def _sdk_client(signal: str, endpoint: str | None) -> Any:
 
 
 def _needs_requests(url: str) -> bool:
-    """Whether an export to ``url`` needs what requests reads from the environment: a proxy
-    (HTTP_PROXY, ALL_PROXY, NO_PROXY), a login in .netrc, or, for https, its trust store
+    """Whether an export to ``url`` needs what requests does beside sending it: a proxy from
+    the environment (HTTP_PROXY, ALL_PROXY, NO_PROXY), a login from .netrc or from the URL's
+    user-info (sent as Basic auth; urllib3 would drop it), or, for https, its trust store
     (REQUESTS_CA_BUNDLE, certifi), which urllib3 does not read. Read once: this process's
     environment does not change."""
     import urllib.parse
 
     from requests import utils
 
-    return (urllib.parse.urlsplit(url).scheme != "http"
+    parts = urllib.parse.urlsplit(url)
+    return (parts.scheme != "http" or parts.username is not None
             or utils.select_proxy(url, utils.get_environ_proxies(url)) is not None
             or utils.get_netrc_auth(url) is not None)
 

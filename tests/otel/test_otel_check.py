@@ -3,6 +3,7 @@ real OpenTelemetry SDK and OTLP/HTTP exporter to a loopback receiver (otlp_recei
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -405,3 +406,15 @@ def test_the_exporter_goes_through_the_proxy_the_environment_names(tmp_path, rec
         assert proxy.refused >= 1
         assert events(receiver) == []
         assert "admiss: telemetry: 3 events and spans of 3 could not be exported" in result.stderr, result.stderr
+
+
+def test_a_login_in_the_endpoints_url_goes_as_basic_auth(tmp_path, receiver):
+    # As the SDK's exporter sends it (requests reads the URL's user-info), never dropped.
+    rubric, bundle = write_case(tmp_path)
+    endpoint = receiver.url.replace("http://", "http://evals:s3cret@")
+    result = check(tmp_path, "--rubric", str(rubric), str(bundle), env=_without_proxies(OTEL_EXPORTER_OTLP_ENDPOINT=endpoint))
+    assert result.returncode == 1, result.stderr
+    assert_bundle_events(receiver)
+    expected = "Basic " + base64.b64encode(b"evals:s3cret").decode()
+    assert {headers.get("authorization") for _, headers in receiver.posts} == {expected}
+    assert "s3cret" not in result.stderr

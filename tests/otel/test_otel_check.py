@@ -16,6 +16,10 @@ import pytest
 
 from otlp_receiver import attributes_of, events
 
+sys.path.insert(0, str(Path(__file__).parent.parent / "gates"))
+
+from tls_kit import ConnectProxy  # noqa: E402
+
 TRACES = Path(__file__).parent.parent / "traces"
 PYDANTIC_AI_TRACE = TRACES / "fixtures" / "otel_pydantic_ai.json"  # written by pydantic-ai (producers/)
 
@@ -387,9 +391,6 @@ def test_the_exporter_goes_through_the_proxy_the_environment_names(tmp_path, rec
     # The exporter sends straight to the endpoint only when nothing in the environment
     # says otherwise: an HTTP_PROXY is used (this proxy answers 403 to all but CONNECT, so
     # the events fail there and say so), unless NO_PROXY names the endpoint's host.
-    sys.path.insert(0, str(Path(__file__).parent.parent / "gates"))
-    from tls_kit import ConnectProxy
-
     proxy = ConnectProxy()
     try:
         rubric, bundle = write_case(tmp_path)

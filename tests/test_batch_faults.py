@@ -17,6 +17,7 @@ import pytest
 
 import admiss
 from admiss.pieces import cut_pieces
+from processes import alive
 from test_seed import SHORTCUT, STRICT, TEN_K
 
 # A gate program that kills the process running it (its parent: an admiss worker) when the
@@ -173,14 +174,6 @@ def _threads(pid: int) -> int:
     return int(status.split("\nThreads:", 1)[1].split()[0])
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process tree from /proc")
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL])
 def test_a_signal_to_the_parent_takes_every_worker_with_it(chain_folder, signum):
@@ -213,9 +206,9 @@ def test_a_signal_to_the_parent_takes_every_worker_with_it(chain_folder, signum)
     assert "Traceback" not in err
     assert proc.returncode != 0
     deadline = time.monotonic() + 10
-    while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+    while any(alive(w) for w in workers) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not any(_alive(w) for w in workers)
+    assert not any(alive(w) for w in workers)
 
 
 def test_check_many_loses_only_the_bundle_whose_gate_kills_its_worker(chain_folder, monkeypatch):

@@ -12,6 +12,7 @@ from typing import Any
 
 from admiss import ir
 from admiss.gates.base import Candidate, GateCheck, GateContext, GateResult
+from processes import alive
 
 SCRIPTS = Path(__file__).parent / "scripts"
 PYTHON = sys.executable
@@ -31,15 +32,6 @@ def run_gate(check: GateCheck, candidate: Candidate, ctx: GateContext) -> GateRe
             await ctx.providers.aclose()
 
     return asyncio.run(go())
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` is a running process (a zombie awaiting its reaper counts as gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def gone_within(pids: list[int], seconds: float) -> bool:

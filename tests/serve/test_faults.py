@@ -8,23 +8,13 @@ import asyncio
 import os
 import signal
 import time
-from pathlib import Path
 
 import httpx
 import openai
 import pytest
 
 from gatewaykit import GOOD, KEY, Gateway, prompt, upstream_calls
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie is dead but not yet reaped by its parent.
-    stat = Path(f"/proc/{pid}/stat")
-    return not (stat.exists() and stat.read_text().split(") ")[1].startswith("Z"))
+from processes import alive
 
 
 def _wait_for(condition, timeout_s: float = 10.0) -> bool:
@@ -71,7 +61,7 @@ def test_a_hanging_subprocess_gate_is_killed_and_the_rung_escalates(gateway):
     gate = receipt["chain"]["rungs"][0]["gates"][0]
     assert gate["verdict"] == "abstain" and gate["effective"] == "fail"
     pid = int((gateway.pids / "timeout.pid").read_text())
-    assert _wait_for(lambda: not _alive(pid))
+    assert _wait_for(lambda: not alive(pid))
 
 
 def test_a_client_that_hangs_up_kills_its_gate_process_and_stores_nothing(gateway):
@@ -82,7 +72,7 @@ def test_a_client_that_hangs_up_kills_its_gate_process_and_stores_nothing(gatewa
                                                             messages=[{"role": "user", "content": text}])
     pidfile = gateway.pids / "gone.pid"
     assert _wait_for(pidfile.exists)
-    assert _wait_for(lambda: not _alive(int(pidfile.read_text())))
+    assert _wait_for(lambda: not alive(int(pidfile.read_text())))
     assert gateway.store().counts() == before  # nobody got an answer, so there is no receipt
     _, reply, _ = _ask(gateway, "json", {"cheap": GOOD})
     assert reply.choices[0].message.content == GOOD
@@ -146,7 +136,7 @@ def test_sigterm_under_load_finishes_what_it_accepted_and_exits_0(tmp_path, upst
     # Killed with SIGKILL as the gateway stopped, each one dies as the kernel gets to it,
     # which on a slow host can be just after the gateway's own exit (CI's failure); one
     # left behind would sleep its 120 s out.
-    assert _wait_for(lambda: not any(_alive(pid) for pid in stuck_pids))
+    assert _wait_for(lambda: not any(alive(pid) for pid in stuck_pids))
 
 
 def test_a_store_removed_under_the_gateway_serves_nothing_and_reads_are_a_503(tmp_path, upstream):
@@ -196,4 +186,4 @@ def test_requests_running_past_the_grace_period_get_a_clean_503_and_the_log_no_t
     assert [(status, body["code"]) for status, body in answers] == [(503, "gateway_stopping")] * 2, answers
     assert all("grace_s" in body["message"] for _, body in answers)
     assert "Traceback" not in log and "Exception in ASGI application" not in log, log
-    assert not _alive(int((gateway.pids / "late.pid").read_text()))
+    assert not alive(int((gateway.pids / "late.pid").read_text()))

@@ -42,7 +42,7 @@ from benchmarks import admiss_probe, bench_gateway, datagen
 from benchmarks.bench_batch import ITEMS, PROPERTIES, admiss_check_command, complaints
 from benchmarks.settings import Settings
 from benchmarks.tables import bytes_text, print_section, print_table, target_text
-from benchmarks.timing import ProcessRun, run_process
+from benchmarks.timing import ProcessRun, bytecode_cached, run_process
 
 TARGET_BATCH = 1.05  # on / off, batch time
 TARGET_GATEWAY_MS = 0.2  # on - off, added median
@@ -92,11 +92,10 @@ class _Run(NamedTuple):
 def _probed_env(folder: Path) -> dict[str, str]:
     """This environment for runs whose processes each say their CPU (cpu_probe/), with
     bytecode cached as an installed admiss has it: a PYTHONDONTWRITEBYTECODE environment
-    would make every run compile admiss's modules, some 20-30 ms in each process."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    would make every run compile admiss's modules (timing.bytecode_cached)."""
+    env = bytecode_cached(os.environ, folder)
     path = os.pathsep.join(filter(None, [str(PROBE), env.get("PYTHONPATH")]))
-    return {**env, "PYTHONPATH": path, "PYTHONPYCACHEPREFIX": str(folder / "bytecode"),
-            "ADMISS_BENCH_PROBE": str(folder / "probe.jsonl")}
+    return {**env, "PYTHONPATH": path, "ADMISS_BENCH_PROBE": str(folder / "probe.jsonl")}
 
 
 def _probed_run(command: list[str], out: Path, env: dict[str, str]) -> tuple[ProcessRun, _Run]:

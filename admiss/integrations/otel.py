@@ -1391,8 +1391,11 @@ def export_main(environ: Mapping[str, str] = os.environ) -> None:
     for held in batches.values():
         held.close()
     failed, sent = (sum(held.outcomes[i] for held in batches.values()) for i in (0, 1))
-    sys.stdout.write(json.dumps({"sent": sent, "failed": failed}) + "\n")
-    sys.stdout.flush()
+    try:
+        sys.stdout.write(json.dumps({"sent": sent, "failed": failed}) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        pass  # the process it serves is gone (killed): nobody is left to be told
 
 
 # How much lower admiss check's exporter process runs than the check (os.nice's increment).

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from otlp_receiver import Receiver, events
+from processes import alive
 from test_otel_check import BUNDLE, check, plain_env, write_case
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "serve"))
@@ -77,6 +78,32 @@ def test_a_check_whose_exporter_is_killed_completes_and_says_what_was_lost(tmp_p
     dropped = int(err.split(" events and spans were dropped in all")[0].rsplit("admiss: telemetry: ", 1)[1])
     assert 0 < dropped <= 3000 * 3
     assert "Traceback" not in err
+
+
+def test_a_check_killed_midway_leaves_an_exporter_that_sends_what_it_has_and_ends_quietly(tmp_path, receiver):
+    rubric, _ = write_case(tmp_path)
+    batch = tmp_path / "batch.jsonl"
+    batch.write_text("".join(json.dumps(BUNDLE) + "\n" for _ in range(100000)))
+    env = plain_env(OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url)
+    run = subprocess.Popen([sys.executable, "-m", "admiss", "check", "--rubric", str(rubric), "--format", "json",
+                            str(batch)], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           text=True)
+    exporter = exporter_of(run.pid)
+    deadline = time.monotonic() + 60
+    while not events(receiver) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    os.kill(run.pid, signal.SIGKILL)
+    assert run.wait(30) == -signal.SIGKILL  # killed in the middle, not done before
+    before = len(events(receiver))
+    # The exporter holds the same stderr: the pipe ends once it has ended too. Nobody is
+    # left to read its count of what it sent, which it must not take for a failure.
+    deadline = time.monotonic() + 30
+    while alive(exporter) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not alive(exporter)
+    err = run.stderr.read()
+    assert "Traceback" not in err and "Error" not in err, err
+    assert len(events(receiver)) >= before > 0
 
 
 def test_a_check_whose_exporter_stops_a_while_waits_for_it_and_loses_nothing(tmp_path, receiver):

@@ -22,7 +22,8 @@ the same rounds (each round in another order) against direct calls; the figure i
 difference of their latencies beyond direct calls; and each gateway's CPU per request
 (its serving process's, and the exporter process's, from /proc over the rounds). The
 receiver (otlp_sink.py) counts the log records and spans that arrive without decoding
-their attributes; each target is met
+their attributes, between runs and between rounds, not while they are timed (a collector
+runs on another host); each target is met
 only when every event did arrive: every property's of every batch run, a request span for
 every request the gateway with telemetry on answered.
 """
@@ -174,6 +175,7 @@ def _batch(settings: Settings, port: int, receiver_pid: int) -> str:
                         receiver_before = _process_cpu(receiver_pid)
                         process, measured = _probed_run(checked, out, env)
                         measured = measured._replace(receiver_cpu=_process_cpu(receiver_pid) - receiver_before)
+                        _received(port)  # the receiver counts the run's records now, between runs
                         for problem in complaints([process], out, size):
                             print(f"!!! PROBLEM in the {tree} telemetry-{mode} batch of {size}: {problem}")
                         if index:
@@ -301,6 +303,7 @@ def _gateway_against(settings: Settings, port: int, delay_s: float) -> str:
                     rows.append([str(index + 1), *(bench_gateway._ms(added[n][-1][0]) for n in ("off", "on")),
                                  bench_gateway._ms(added["on"][-1][0] - added["off"][-1][0]),
                                  *(f"{measured[n][1]:.0f}" for n in ("off", "on"))])
+                    _received(port)  # the receiver counts the round's records now, between rounds
                 time.sleep(0.5)  # the exporter makes a request's spans as its line arrives
                 cpu_after = {name: _gateway_cpu(process.pid) for name, (process, _) in started.items()}
             finally:

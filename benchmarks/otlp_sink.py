@@ -1,9 +1,12 @@
 """A loopback OTLP/HTTP receiver for the telemetry benchmark: ``python otlp_sink.py`` prints
 its port, then answers every POST (an export of spans or log records) with 200 and an empty
-body. It counts what arrives with a walk over the protobuf's outer fields (no decoding of
-attributes), so that the cost measured is the exporting process's. ``GET`` answers
-``{"posts": N, "bytes": M, "log_records": L, "spans": S, "server_spans": R}``: what arrived
-so far, so the benchmark can tell that every event did go out."""
+body. ``GET`` answers ``{"posts": N, "bytes": M, "log_records": L, "spans": S,
+"server_spans": R}``: what arrived so far, so the benchmark can tell that every event did go
+out. The records are counted with a walk over the protobuf's outer fields (no decoding of
+attributes), and only when a GET asks, between the benchmark's timed runs: a collector runs
+on another host, where its work costs the exporting host nothing, and this walk over a
+100,000-bundle run's 300,000 log records took 0.4 CPU-s on the two cores the timed run
+shares with it."""
 
 from __future__ import annotations
 
@@ -13,6 +16,8 @@ import json
 from loopback import read_request, serve_forever
 
 RECEIVED = {"posts": 0, "bytes": 0, "log_records": 0, "spans": 0, "server_spans": 0}
+# The exports not yet counted: (the path posted to, the body).
+PENDING: list[tuple[str, bytes]] = []
 EMPTY = b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n"
 
 
@@ -72,9 +77,12 @@ async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
             if head.startswith(b"POST"):
                 RECEIVED["posts"] += 1
                 RECEIVED["bytes"] += len(body)
-                count(head.split(b" ", 2)[1].decode(), body)
+                PENDING.append((head.split(b" ", 2)[1].decode(), body))
                 writer.write(EMPTY)
             else:
+                for path, posted in PENDING:
+                    count(path, posted)
+                PENDING.clear()
                 body = json.dumps(RECEIVED).encode()
                 writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: "
                              + str(len(body)).encode() + b"\r\n\r\n" + body)

@@ -1,7 +1,8 @@
 """The exporter process in trouble, as a real process: stopped (the gateway's queue fills:
 what does not fit is dropped, counted and said, and no request waits) and killed in the
 middle of ``admiss check`` (the check completes with its own exit code and says what was
-lost). The exporter is stopped and killed with signals, as a kernel or an operator would."""
+lost), and outliving a check killed in the middle (it sends what it has and ends quietly).
+The processes are stopped and killed with signals, as a kernel or an operator would."""
 
 from __future__ import annotations
 

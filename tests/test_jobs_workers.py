@@ -20,7 +20,8 @@ import pytest
 from admiss.checkrun import CheckOptions, CheckRun
 from admiss.pieces import pieces_of
 from admiss.workers import Point, Supervisor, _record, last_point
-from test_batch_faults import CHAIN_RUBRIC, _alive, bundle_line, workers_of
+from processes import alive
+from test_batch_faults import CHAIN_RUBRIC, bundle_line, workers_of
 from test_seed import SHORTCUT, STRICT, TEN_K
 
 pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the workers in /proc")
@@ -155,7 +156,7 @@ def test_a_worker_that_dies_or_hangs_reading_a_json_bundle_costs_only_that_bundl
                 if writer is not None and _holding(worker, fifo):
                     os.kill(worker, signal.SIGKILL)
                     kills += 1
-                    while _alive(worker):
+                    while alive(worker):
                         time.sleep(0.001)
             time.sleep(0.002)
         proc.wait(timeout=60)
@@ -213,7 +214,7 @@ def test_a_worker_stopped_by_its_gate_is_ended_and_only_its_bundle_is_an_error(t
     finally:
         proc.kill()
         for pid in seen:  # a worker the fix fails to end must not outlive the test
-            if _alive(pid):
+            if alive(pid):
                 os.kill(pid, signal.SIGKILL)
     assert "Traceback" not in err and proc.returncode == 2, err
     reports = [json.loads(line) for line in out.splitlines()]
@@ -225,7 +226,7 @@ def test_a_worker_stopped_by_its_gate_is_ended_and_only_its_bundle_is_an_error(t
             assert report["verdict"] == "pass", report
     assert (f"b.jsonl:6:1: E183 the worker process checking this bundle was ended: no progress in {NO_PROGRESS_S} s; "
             "it was stopped (SIGSTOP or the like)") in err
-    assert not any(_alive(pid) for pid in seen)
+    assert not any(alive(pid) for pid in seen)
 
 
 def test_bundle_timeout_is_a_positive_number_of_seconds(admiss_cli, tmp_path):

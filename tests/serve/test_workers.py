@@ -18,7 +18,8 @@ import pytest
 
 from gatewaykit import GOOD, Gateway, assert_answered_and_counted, drive, prompt
 
-from test_faults import _alive, _wait_for
+from processes import alive
+from test_faults import _wait_for
 
 
 def _children(pid: int) -> set[int]:
@@ -112,5 +113,5 @@ def test_sigterm_stops_every_worker_exits_0_and_removes_the_metrics_folder(worke
     assert workers_gateway.process.wait(30) == 0, workers_gateway.log.read_text()
     assert workers_gateway.store().get(reply.model_extra["admiss"]["receipt_id"]) is not None
     # multiprocessing's resource tracker leaves when it sees its parent's end of the pipe close.
-    assert _wait_for(lambda: not any(_alive(pid) for pid in processes), 5)
+    assert _wait_for(lambda: not any(alive(pid) for pid in processes), 5)
     assert not folder.exists()

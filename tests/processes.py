@@ -12,3 +12,26 @@ def alive(pid: int) -> bool:
         return False
     # The command name in parentheses may hold ") ", so the state follows the last ")".
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def children(pid: int) -> set[int]:
+    """The processes whose parent is ``pid``, by each one's stat (whichever of its threads
+    started it); one that ends while we look is left out."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.add(int(entry.name))
+    return found
+
+
+def cmdline(pid: int) -> bytes:
+    """The process's command line, NUL-separated (empty once it has ended)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""

@@ -17,7 +17,7 @@ import pytest
 
 import admiss
 from admiss.pieces import cut_pieces
-from processes import alive
+from processes import alive, children, cmdline
 from test_seed import SHORTCUT, STRICT, TEN_K
 
 # A gate program that kills the process running it (its parent: an admiss worker) when the
@@ -143,30 +143,10 @@ def test_a_jsonl_file_without_bundles_is_an_error(admiss_cli, tmp_path, jobs, co
     assert alone.code == 2 and alone.out == "" and "E180" in alone.err
 
 
-def _children(pid: int) -> set[int]:
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid:
-                found.add(int(entry.name))
-    return found
-
-
-def _cmdline(pid: int) -> bytes:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return b""
-
-
 def workers_of(pid: int) -> list[int]:
     """The --jobs workers of admiss process ``pid``: the children of its fork server."""
-    servers = [child for child in _children(pid) if b"multiprocessing.forkserver" in _cmdline(child)]
-    return sorted(worker for server in servers for worker in _children(server))
+    servers = [child for child in children(pid) if b"multiprocessing.forkserver" in cmdline(child)]
+    return sorted(worker for server in servers for worker in children(server))
 
 
 def _threads(pid: int) -> int:
@@ -190,11 +170,11 @@ def test_a_signal_to_the_parent_takes_every_worker_with_it(chain_folder, signum)
         # Wait until both workers run a gate program (the grandchildren), so they are busy.
         while time.monotonic() < deadline:
             workers = set(workers_of(proc.pid))
-            if len(workers) >= 2 and all(_children(w) for w in workers):
+            if len(workers) >= 2 and all(children(w) for w in workers):
                 break
             time.sleep(0.1)
-        assert len(workers) >= 2 and all(_children(w) for w in workers)
-        servers = {child for child in _children(proc.pid) if b"multiprocessing.forkserver" in _cmdline(child)}
+        assert len(workers) >= 2 and all(children(w) for w in workers)
+        servers = {child for child in children(proc.pid) if b"multiprocessing.forkserver" in cmdline(child)}
         # Workers are forked from it, and a fork copies only the forking thread: with another
         # thread running, a lock it held would be copied held, and the worker could hang on it.
         assert [_threads(server) for server in servers] == [1]
@@ -239,7 +219,7 @@ def test_check_many_checks_in_workers_forked_from_the_fork_server_while_the_call
     alone = [report.to_dict() for report in admiss.check_many(rubric, bundles)]
     results = admiss.check_many(rubric, bundles, jobs=2, chunk_size=4)
     first = next(results)
-    servers = {child for child in _children(os.getpid()) if b"multiprocessing.forkserver" in _cmdline(child)}
+    servers = {child for child in children(os.getpid()) if b"multiprocessing.forkserver" in cmdline(child)}
     assert [_threads(server) for server in servers] == [1]
     assert len(workers_of(os.getpid())) == 2  # the pool's two, children of the server
     assert [first.to_dict()] + [report.to_dict() for report in results] == alone

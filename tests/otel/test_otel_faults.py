@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from otlp_receiver import Receiver, events
-from processes import alive
+from processes import alive, children, cmdline
 from test_otel_check import BUNDLE, check, plain_env, write_case
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "serve"))
@@ -28,27 +28,14 @@ from gatewaykit import GOOD, Gateway, prompt  # noqa: E402
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the exporter process in /proc")
 
 
-def _children(pid: int) -> list[int]:
-    found = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        children = task / "children"
-        if children.exists():
-            found += [int(child) for child in children.read_text().split()]
-    return found
-
-
 def exporter_of(pid: int, timeout_s: float = 30) -> int:
     """The pid of the telemetry exporter process under process ``pid``."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         pending = [pid]
         while pending:
-            for child in _children(pending.pop()):
-                try:
-                    command = Path(f"/proc/{child}/cmdline").read_bytes()
-                except OSError:
-                    continue
-                if b"admiss.integrations.otel" in command:
+            for child in children(pending.pop()):
+                if b"admiss.integrations.otel" in cmdline(child):
                     return child
                 pending.append(child)
         time.sleep(0.005)

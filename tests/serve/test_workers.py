@@ -18,17 +18,13 @@ import pytest
 
 from gatewaykit import GOOD, Gateway, assert_answered_and_counted, drive, prompt
 
-from processes import alive
+from processes import alive, children, cmdline
 from test_faults import _wait_for
-
-
-def _children(pid: int) -> set[int]:
-    return {int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()}
 
 
 def _workers(pid: int) -> set[int]:
     """The serving processes under the supervisor (not multiprocessing's resource tracker)."""
-    return {child for child in _children(pid) if b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes()}
+    return {child for child in children(pid) if b"spawn_main" in cmdline(child)}
 
 
 def _metrics_folder(worker: int) -> Path:
@@ -96,7 +92,7 @@ def _ask(gateway: Gateway, text: str, outcome: list) -> None:
 
 
 def test_sigterm_stops_every_worker_exits_0_and_removes_the_metrics_folder(workers_gateway):
-    processes = _children(workers_gateway.process.pid)
+    processes = children(workers_gateway.process.pid)
     folder = _metrics_folder(min(_workers(workers_gateway.process.pid)))
     assert folder.is_dir()
     _, text = prompt({"cheap": {"delay": 0.5, "text": GOOD}})

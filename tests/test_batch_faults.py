@@ -17,7 +17,7 @@ import pytest
 
 import admiss
 from admiss.pieces import cut_pieces
-from processes import alive, children, cmdline
+from processes import children, cmdline, gone_within
 from test_seed import SHORTCUT, STRICT, TEN_K
 
 # A gate program that kills the process running it (its parent: an admiss worker) when the
@@ -185,10 +185,7 @@ def test_a_signal_to_the_parent_takes_every_worker_with_it(chain_folder, signum)
         proc.kill()
     assert "Traceback" not in err
     assert proc.returncode != 0
-    deadline = time.monotonic() + 10
-    while any(alive(w) for w in workers) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not any(alive(w) for w in workers)
+    assert gone_within(workers, 10)
 
 
 def test_check_many_loses_only_the_bundle_whose_gate_kills_its_worker(chain_folder, monkeypatch):

@@ -12,7 +12,6 @@ from typing import Any
 
 from admiss import ir
 from admiss.gates.base import Candidate, GateCheck, GateContext, GateResult
-from processes import alive
 
 SCRIPTS = Path(__file__).parent / "scripts"
 PYTHON = sys.executable
@@ -32,16 +31,6 @@ def run_gate(check: GateCheck, candidate: Candidate, ctx: GateContext) -> GateRe
             await ctx.providers.aclose()
 
     return asyncio.run(go())
-
-
-def gone_within(pids: list[int], seconds: float) -> bool:
-    """Whether every pid is gone by the deadline (a generous bound; kills are not instant)."""
-    deadline = time.monotonic() + seconds
-    while any(alive(pid) for pid in pids):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
 
 
 def kill_leftovers(pids: list[int]) -> None:

@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from gatekit import PYTHON, SCRIPTS, gate, gone_within, kill_leftovers, recorded_pids, run_gate
+from gatekit import PYTHON, SCRIPTS, gate, kill_leftovers, recorded_pids, run_gate
+from processes import gone_within
 
 from admiss.config import Config, GateDefaults, ProviderConfig, read_config
 from admiss.errors import InputError

@@ -12,7 +12,8 @@ import subprocess
 import sys
 
 import pytest
-from gatekit import PYTHON, SCRIPTS, alive, gate, gone_within, kill_leftovers, recorded_pids, run_gate
+from gatekit import PYTHON, SCRIPTS, gate, kill_leftovers, recorded_pids, run_gate
+from processes import alive, gone_within
 
 from admiss.config import Config
 from admiss.gates import subprocess as subprocess_gate

@@ -8,7 +8,8 @@ import time
 from pathlib import Path
 
 import pytest
-from gatekit import PYTHON, SCRIPTS, gate, gone_within, kill_leftovers, recorded_pids, run_gate
+from gatekit import PYTHON, SCRIPTS, gate, kill_leftovers, recorded_pids, run_gate
+from processes import gone_within
 
 from admiss.config import Config, GateDefaults
 from admiss.errors import InputError

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from otlp_receiver import Receiver, events
-from processes import alive, children, cmdline
+from processes import children, cmdline, gone_within
 from test_otel_check import BUNDLE, check, plain_env, write_case
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "serve"))
@@ -85,10 +85,7 @@ def test_a_check_killed_midway_leaves_an_exporter_that_sends_what_it_has_and_end
     before = len(events(receiver))
     # The exporter holds the same stderr: the pipe ends once it has ended too. Nobody is
     # left to read its count of what it sent, which it must not take for a failure.
-    deadline = time.monotonic() + 30
-    while alive(exporter) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert not alive(exporter)
+    assert gone_within([exporter], 30)
     err = run.stderr.read()
     assert "Traceback" not in err and "Error" not in err, err
     assert len(events(receiver)) >= before > 0

@@ -126,7 +126,8 @@ def test_costly_gates_on_a_rung_run_concurrently(tmp_path):
 
 def test_the_first_fail_cancels_the_other_costly_gates_and_kills_them(tmp_path):
     sys.path.insert(0, str(GATE_SCRIPTS.parent))
-    from gatekit import gone_within, kill_leftovers
+    from gatekit import kill_leftovers
+    from processes import gone_within
 
     pid_file = tmp_path / "sleeper.pid"
     rubric = _rubric(tmp_path, f"""

@@ -31,6 +31,11 @@ _CACHE_LIMIT = 8192
 # Attributes whose every value names one request or bundle: never kept (they would only
 # push out the ones that come again).
 UNIQUE = frozenset({"admiss.receipt.id", "gen_ai.response.id", "admiss.bundle"})
+# A protobuf string must be valid UTF-8, and a collector refuses an export request holding
+# one that is not whole (protobuf-go checks), with the other records in it: a lone
+# surrogate (a bundle's name from a file name that is not UTF-8, a "\ud800" escape in a
+# bundle) is written as its escape, as the text report writes it.
+TEXT_ERRORS = "backslashreplace"
 
 
 _ONE_BYTE = [bytes((number,)) for number in range(0x80)]
@@ -69,7 +74,7 @@ def any_value(value: Any) -> bytes:
     if kind is bool:
         return b"\x10\x01" if value else b"\x10\x00"
     if kind is str:
-        return field(1, value.encode("utf-8", "surrogatepass"))
+        return field(1, value.encode("utf-8", TEXT_ERRORS))
     if kind is int:
         if not -(1 << 63) <= value < 1 << 63:
             raise ValueError(f"{value} is out of int64's range")
@@ -137,7 +142,7 @@ class Attributes:
         prefix = self.keys.get(key)
         if prefix is None:
             prefix = self.keys[key] = field(1, key.encode("utf-8"))
-        data = value.encode("utf-8", "surrogatepass")
+        data = value.encode("utf-8", TEXT_ERRORS)
         size = len(data)
         whole = len(prefix) + 4 + size
         if whole < 0x80:  # every length one byte: one join, not three fields
@@ -231,12 +236,18 @@ def in_scope(record: bytes) -> bytes:
     return field(2, record)
 
 
-def export_request(resource: bytes, scope: bytes, records: bytes) -> bytes:
+def export_request(resource: bytes, scope: bytes, records: bytes | Sequence[bytes]) -> bytes:
     """An ExportLogsServiceRequest or ExportTraceServiceRequest (the two have the same
     shape: resource_X 1 { resource 1, scope_X 2 { scope 1, records 2 } }) of one resource
     and scope; ``resource`` and ``scope`` encoded by resource_message and scope_message,
-    ``records`` each wrapped by in_scope and joined."""
-    return field(1, field(1, resource) + field(2, field(1, scope) + records))
+    ``records`` each wrapped by in_scope, joined or as a list of parts. Written in one
+    join: nesting the fields copied an export of 512 events (some 270 KB) five times."""
+    parts = [records] if isinstance(records, bytes) else list(records)
+    resource_field, scope_field = field(1, resource), field(1, scope)
+    inner = len(scope_field) + sum(map(len, parts))
+    inner_head = b"\x12" + varint(inner)
+    return b"".join([b"\x0a", varint(len(resource_field) + len(inner_head) + inner), resource_field, inner_head,
+                     scope_field, *parts])
 
 
 def resource_message(attributes: Mapping[str, Any]) -> bytes:

@@ -4,6 +4,7 @@ the real opentelemetry-proto classes, and the messages compared whole."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import marshal
 import random
@@ -301,26 +302,35 @@ def _reports():
     return plain + checked()
 
 
-def test_a_checked_reports_events_decode_as_the_sdks_do():
-    # The events the SDK makes in process from the reports (the console's way), against
-    # those the exporter process makes from the facts the checking process hands it.
-    reports = _reports()
+def _both_ways(reports) -> tuple[ExportLogsServiceRequest, ExportLogsServiceRequest, int]:
+    """The events the exporter process makes from the facts the checking process hands it
+    for ``reports``, and those the SDK makes in process from them (the console's way), as
+    export requests with their times left out (each way stamps its own); and the count of
+    events the checking process said they were."""
     exporter = InMemoryLogRecordExporter()
     provider = LoggerProvider(resource=RESOURCE)
     provider.add_log_record_processor(SimpleLogRecordProcessor(exporter))
     sdk = otel.Telemetry.__new__(otel.Telemetry)
     sdk._events, sdk._facts = otel._SdkEvents(provider), None
-    for report in reports + reports:
+    for report in reports:
         sdk.report(report)
-    made, count = _through_the_exporter(reports + reports)  # the second time from the kept encodings
-    assert {otel._FULL, otel._COUNTED} <= set(_kinds(reports))
+    made, count = _through_the_exporter(reports)
     expected = ExportLogsServiceRequest.FromString(encode_logs(exporter.get_finished_logs()).SerializeToString())
     got = ExportLogsServiceRequest.FromString(otlp_wire.export_request(
         otlp_wire.resource_message(RESOURCE.attributes), otlp_wire.scope_message("admiss", __version__), made))
+    for request in (got, expected):
+        for record in request.resource_logs[0].scope_logs[0].log_records:
+            record.time_unix_nano = record.observed_time_unix_nano = 0
+    return got, expected, count
+
+
+def test_a_checked_reports_events_decode_as_the_sdks_do():
+    reports = _reports()
+    got, expected = _both_ways(reports + reports)[:2]  # the second time from the kept encodings
+    assert {otel._FULL, otel._COUNTED} <= set(_kinds(reports))
     records = [got.resource_logs[0].scope_logs[0].log_records, expected.resource_logs[0].scope_logs[0].log_records]
-    for record in (r for kind in records for r in kind):  # times: each way stamps its own
-        record.time_unix_nano = record.observed_time_unix_nano = 0
     assert got == expected
+    count = _through_the_exporter(reports + reports)[1]
     assert count == len(records[0]) == 2 * sum(len(r.properties) + _gates(r) for r in reports)
     # The batch is as varied as it says.
     said = [{kv.key: kv.value for kv in record.attributes} for record in records[0]]
@@ -330,6 +340,78 @@ def test_a_checked_reports_events_decode_as_the_sdks_do():
         assert any(a["admiss.excluded." + reason].int_value for a in said if "admiss.excluded." + reason in a)
     assert any(a["admiss.default_verdict"].string_value == "yes" for a in said if "admiss.default_verdict" in a)
     assert any(record.span_id for record in records[0]) and not all(record.span_id for record in records[0])
+
+
+def test_reports_of_one_shape_keep_their_own_bundles_names_and_times():
+    # A report of the common shape is its shape's kept events with its time and bundle's
+    # name put in by a %-format (otel._Reports._template): names that are format text
+    # themselves, of one length and of others (a record's length past one byte among them),
+    # each arrive as they were.
+    rubric = admiss.compile_source(REPORT_RUBRIC, name="ops")
+    names = ["%b", "%s", "%%", "b%", "a%b%c", "", "é", "n" * 40, "%" * 40, "x" * 200, "%b" * 100, "ab", "cd"]
+    first = rubric.check(REPORT_BUNDLES[0], "first")
+    otel._ReportFacts(_Kept()).add(first)  # the rubric's first report is told in full
+    reports = [first] + [rubric.check(bundle, name) for name in names for bundle in REPORT_BUNDLES]
+    assert set(_kinds(reports[1:])) == {otel._COUNTED}
+    got, expected, count = _both_ways(reports)
+    assert got == expected
+    records = got.resource_logs[0].scope_logs[0].log_records
+    said = [{kv.key: kv.value.string_value for kv in record.attributes} for record in records]
+    assert [a["admiss.bundle"] for a in said] == [r.bundle_name for r in reports for _ in r.properties]
+    assert {a["admiss.rubric"] for a in said} == {"ops"}
+    # Each event has its own report's time, not the time of its shape's first report.
+    kept = _Kept()
+    facts = otel._ReportFacts(kept)
+    facts.clock = itertools.count(10**9).__next__
+    for report in reports:
+        facts.add(report)
+    facts.sent()
+    batch = _Batch()
+    made = otel._Reports({b"L": batch})
+    for _, number, held in kept.puts:
+        made.add(number, marshal.dumps(held))
+    stamped = ExportLogsServiceRequest.FromString(otlp_wire.export_request(b"", b"", b"".join(batch.records)))
+    times = iter((r.time_unix_nano, r.observed_time_unix_nano) for r in stamped.resource_logs[0].scope_logs[0].log_records)
+    by_report = [{next(times) for _ in r.properties} for r in reports]
+    assert all(len(report) == 1 for report in by_report)
+    stamps = [time for report in by_report for time, observed in report if time == observed]
+    assert stamps == sorted(set(stamps)) and len(stamps) == len(reports)
+
+
+def test_a_lone_surrogate_is_written_as_its_escape_and_the_export_stays_whole():
+    # Where the SDK's encoder drops an attribute whose text is not UTF-8, and the records
+    # written with it would make a collector refuse the whole export, the wire writes the
+    # character's escape, as the text report does: the request decodes, the others intact.
+    rubric = admiss.compile_source(REPORT_RUBRIC, name="ops")
+    first = rubric.check(REPORT_BUNDLES[0], "first")
+    otel._ReportFacts(_Kept()).add(first)
+    reports = [first] + [rubric.check(bundle, name) for name in ("a\ud800b", "\udcff", "ok") for bundle in REPORT_BUNDLES]
+    made, _ = _through_the_exporter(reports)
+    got = ExportLogsServiceRequest.FromString(otlp_wire.export_request(b"", b"", made))
+    said = [{kv.key: kv.value.string_value for kv in record.attributes}
+            for record in got.resource_logs[0].scope_logs[0].log_records]
+    assert [a["admiss.bundle"] for a in said] == [
+        name for name in ["first"] * 2 + [n for n in ("a\\ud800b", "\\udcff", "ok") for _ in range(8)]]
+    record = otlp_wire.log_record(1, otlp_wire.field(12, b"e"), otlp_wire.LOG_ATTRIBUTES.encode(
+        {"gen_ai.evaluation.explanation": "why \ud83d", "admiss.labels": ("x\udc80",)}))
+    (decoded,) = ExportLogsServiceRequest.FromString(otlp_wire.export_request(
+        b"", b"", otlp_wire.in_scope(record))).resource_logs[0].scope_logs[0].log_records
+    assert decoded.attributes[0].value.string_value == "why \\ud83d"
+    assert decoded.attributes[1].value.array_value.values[0].string_value == "x\\udc80"
+
+
+def test_an_export_request_in_one_join_is_its_fields_nested():
+    # export_request writes the nested fields' lengths ahead and joins once; the same bytes
+    # as nesting them field by field, for records joined or as a list of parts, across the
+    # lengths where a varint grows a byte.
+    rng = random.Random(7)
+    for size in (0, 1, 126, 127, 128, 16383, 16384, 300_000):
+        records = rng.randbytes(size)
+        for resource in (b"", b"r" * 130):
+            nested = otlp_wire.field(1, otlp_wire.field(1, resource) + otlp_wire.field(2, otlp_wire.field(1, b"scope")
+                                                                                       + records))
+            assert otlp_wire.export_request(resource, b"scope", records) == nested
+            assert otlp_wire.export_request(resource, b"scope", [records[:size // 3], b"", records[size // 3:]]) == nested
 
 
 def _gates(report) -> int:

@@ -252,11 +252,14 @@ class _Batch:
         self.count += count
 
 
-def _through_the_exporter(reports) -> tuple[bytes, int]:
+def _through_the_exporter(reports, clock=None) -> tuple[bytes, int]:
     """The records the exporter process makes of ``reports``' facts (admiss check's way over
-    OTLP), and the count of events the checking process said they were."""
+    OTLP), and the count of events the checking process said they were; ``clock`` in place
+    of the facts' own."""
     kept = _Kept()
     facts = otel._ReportFacts(kept)
+    if clock is not None:
+        facts.clock = clock
     for report in reports:
         facts.add(report)
     facts.sent()
@@ -360,17 +363,8 @@ def test_reports_of_one_shape_keep_their_own_bundles_names_and_times():
     assert [a["admiss.bundle"] for a in said] == [r.bundle_name for r in reports for _ in r.properties]
     assert {a["admiss.rubric"] for a in said} == {"ops"}
     # Each event has its own report's time, not the time of its shape's first report.
-    kept = _Kept()
-    facts = otel._ReportFacts(kept)
-    facts.clock = itertools.count(10**9).__next__
-    for report in reports:
-        facts.add(report)
-    facts.sent()
-    batch = _Batch()
-    made = otel._Reports({b"L": batch})
-    for _, number, held in kept.puts:
-        made.add(number, marshal.dumps(held))
-    stamped = ExportLogsServiceRequest.FromString(otlp_wire.export_request(b"", b"", b"".join(batch.records)))
+    made = _through_the_exporter(reports, itertools.count(10**9).__next__)[0]
+    stamped = ExportLogsServiceRequest.FromString(otlp_wire.export_request(b"", b"", made))
     times = iter((r.time_unix_nano, r.observed_time_unix_nano) for r in stamped.resource_logs[0].scope_logs[0].log_records)
     by_report = [{next(times) for _ in r.properties} for r in reports]
     assert all(len(report) == 1 for report in by_report)

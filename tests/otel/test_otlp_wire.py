@@ -385,7 +385,7 @@ def test_a_lone_surrogate_is_written_as_its_escape_and_the_export_stays_whole():
     said = [{kv.key: kv.value.string_value for kv in record.attributes}
             for record in got.resource_logs[0].scope_logs[0].log_records]
     assert [a["admiss.bundle"] for a in said] == [
-        name for name in ["first"] * 2 + [n for n in ("a\\ud800b", "\\udcff", "ok") for _ in range(8)]]
+        *["first"] * 2, *(n for n in ("a\\ud800b", "\\udcff", "ok") for _ in range(8))]
     record = otlp_wire.log_record(1, otlp_wire.field(12, b"e"), otlp_wire.LOG_ATTRIBUTES.encode(
         {"gen_ai.evaluation.explanation": "why \ud83d", "admiss.labels": ("x\udc80",)}))
     (decoded,) = ExportLogsServiceRequest.FromString(otlp_wire.export_request(

@@ -442,7 +442,11 @@ _STEPS = itertools.repeat("step")
 # The facts _ReportFacts hands over: a report of the common shape (its properties' counts),
 # a report told in full, a rubric.
 _COUNTED, _FULL, _RUBRIC = 0, 1, 2
-_REPORTS_A_PUT = 64
+# The facts go to the exporter process when this many reports are held, or with a report
+# that comes this long after the last put: each put wakes the exporter, and a wake for every
+# 64 reports (every 6 ms of a quick batch) cost it a fifth more CPU than one every 50 ms
+# (docs/performance.md, "Telemetry, thirteenth pass"). A slow batch's reports go one by one.
+_REPORTS_A_PUT, _PUT_AFTER_NS = 1024, 50_000_000
 
 
 class _ReportFacts:
@@ -465,6 +469,7 @@ class _ReportFacts:
         self.held: list[tuple] = []
         self.count = 0  # the events of the facts held
         self.clock = time.time_ns
+        self.put_ns = 0  # the time of the report the last put ended with
 
     def add(self, report: Any) -> None:
         props = report.properties
@@ -473,21 +478,24 @@ class _ReportFacts:
             known = self._rubric(report.rubric)
         evidence = report.evidence
         facts = None
+        now = self.clock()
         if report.chain is None and len(props) == known[1] and len(evidence) <= _COUNT_MASK \
                 and not _may_have_step(evidence):
             try:
                 # A list comprehension: 2.8k instructions for 3 properties where list(map(...)) took 5.8k.
-                facts = (_COUNTED, known[0], report.bundle_name or "", self.clock(), [r.counts for r in props])
+                facts = (_COUNTED, known[0], report.bundle_name or "", now, [r.counts for r in props])
                 self.count += len(props)
             except AttributeError:  # checked before its rubric's properties counted: its first report
                 pass
         if facts is None:
             parents, gate_parent, gates = report_parents(report)
-            facts = (_FULL, known[0], report.bundle_name or "", self.clock(),
+            facts = (_FULL, known[0], report.bundle_name or "", now,
                      [property_fields(r) for r in props], parents, gate_parent, gates)
             self.count += len(props) + len(gates)
-        self.held.append(facts)
-        if len(self.held) >= _REPORTS_A_PUT:
+        held = self.held
+        held.append(facts)
+        if len(held) >= _REPORTS_A_PUT or now - self.put_ns >= _PUT_AFTER_NS:
+            self.put_ns = now
             self.sent()
 
     def _rubric(self, rubric: Any) -> tuple[int, int]:
@@ -695,6 +703,8 @@ class _Channel:
             raise ModuleNotFoundError(f"No module named {missing!r}", name=missing)
         endpoints = {signal: _endpoint(signal, plan, environ) or "" for signal in signals}
         self.process = _exporter_process(environ)
+        if block:
+            _widen(self.process.stdin)
         # Its setup is its first line of input (it may have been started before it was known).
         # "check": the exporter serves admiss check (block), and yields it the core (_yield_the_core).
         self.process.stdin.write(json.dumps({"endpoints": endpoints, "resource": resource_attributes(plan, environ),
@@ -912,6 +922,22 @@ def _ended(code: int) -> str:
 _HEAD = struct.Struct("<II").pack  # a frame's record count and length, after its kind
 # The writer sends what is queued when this many records are, or this long after the first.
 _WRITE_EVERY, _WRITE_AFTER_S = 256, 0.05
+
+
+# admiss check's pipe to the exporter: room for some ten puts of a quick batch's facts
+# (_PUT_AFTER_NS), the most Linux lets a process ask by default (/proc/sys/fs/pipe-max-size).
+_PIPE_SIZE = 1 << 20
+
+
+def _widen(pipe: Any) -> None:
+    """Make ``pipe`` hold _PIPE_SIZE: at the default 64 KiB, a put of 50 ms of a quick
+    batch's facts (some 90 KB) would wait for the exporter to read at every put."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(pipe.fileno(), fcntl.F_SETPIPE_SZ, _PIPE_SIZE)
+    except (ImportError, AttributeError, OSError):
+        pass  # no such call here (not Linux), or a lower limit: the check waits a little more often
 
 
 def _queue_size(environ: Mapping[str, str]) -> int:
@@ -1374,13 +1400,9 @@ def export_main(environ: Mapping[str, str] = os.environ) -> None:
     from stdin (see _Channel) to their endpoints, until end of input, when it sends what it
     holds. End of input before a setup (telemetry turned out to be off, see
     start_exporter) ends it at once, quietly."""
-    import queue
-    import threading
-
     # Read from the start, while the SDK is imported: a pipe left unread fills in a few
     # ms, and admiss check would wait on it.
-    chunks: queue.SimpleQueue = queue.SimpleQueue()
-    threading.Thread(target=_read_into, args=(sys.stdin.buffer.fileno(), chunks), daemon=True).start()
+    stdin = _Input(sys.stdin.buffer.fileno())
     # What any setup needs is imported before the setup is read: this process is started
     # as soon as the CLI sees that telemetry may be on (start_exporter), and these
     # imports (0.1-0.2 s of CPU, requests' 50-95 ms of it) run while the CLI imports its own
@@ -1390,9 +1412,10 @@ def export_main(environ: Mapping[str, str] = os.environ) -> None:
     from opentelemetry.exporter.otlp.proto.http import _common  # noqa: F401
     from opentelemetry.sdk.resources import Resource
 
+    stdin.ready.set()
     pending = bytearray()
     while b"\n" not in pending:
-        chunk = chunks.get()
+        chunk = stdin.read(None)
         if not chunk:
             return  # no setup came: nothing to send, nothing to say
         pending += chunk
@@ -1415,9 +1438,8 @@ def export_main(environ: Mapping[str, str] = os.environ) -> None:
             if held.due is not None and held.due <= now:
                 held.send()
         due = [b.due for b in batches.values() if b.due is not None]
-        try:
-            chunk = chunks.get(timeout=max(0.0, min(due) - time.monotonic()) if due else None)
-        except queue.Empty:
+        chunk = stdin.read(max(0.0, min(due) - time.monotonic()) if due else None)
+        if chunk is None:
             continue  # only time has passed
         if not chunk:
             break
@@ -1465,12 +1487,52 @@ def _take_frames(pending: bytearray, batches: Mapping[bytes, Any]) -> None:
     del pending[:used]
 
 
-def _read_into(fd: int, chunks: Any) -> None:
-    while True:
-        chunk = os.read(fd, 1 << 20)
-        chunks.put(chunk)
-        if not chunk:
-            return
+class _Input:
+    """The exporter process's stdin. A thread reads it while the process starts (the SDK's
+    imports) and until the process is ``ready`` to read it itself: handing each chunk over
+    through a queue from a thread that lives on cost the exporter of a 100,000-bundle check
+    a tenth of its CPU (docs/performance.md, "Telemetry, thirteenth pass"). Where a pipe
+    cannot be waited on with select (Windows), the thread reads it to the end."""
+
+    def __init__(self, fd: int):
+        import queue
+        import select
+        import threading
+
+        self.fd, self.chunks, self.ready = fd, queue.SimpleQueue(), threading.Event()
+        self.empty, self.select = queue.Empty, select.select
+        self.threaded = True  # what the thread read is still to be taken
+        self.direct = os.name == "posix"  # this process may read the pipe itself once ready
+        # One buffer for every read: os.read's own of this size was mapped and unmapped each read.
+        self.buffer = memoryview(bytearray(_READ_SIZE))
+        threading.Thread(target=self._read_ahead, daemon=True).start()
+
+    def _read_ahead(self) -> None:
+        while True:
+            chunk = os.read(self.fd, _READ_SIZE)
+            self.chunks.put(chunk)
+            if not chunk or (self.direct and self.ready.is_set()):
+                self.chunks.put(None)  # this read was the thread's last
+                return
+
+    def read(self, timeout: float | None) -> Any:
+        """The next chunk (empty at the end of input; a view valid until the next read), or
+        None when ``timeout`` seconds pass first."""
+        while self.threaded:
+            try:
+                chunk = self.chunks.get(timeout=timeout)
+            except self.empty:
+                return None
+            if chunk is not None:
+                return chunk
+            self.threaded = False
+        if timeout is not None and not self.select([self.fd], [], [], timeout)[0]:
+            return None
+        return self.buffer[:os.readv(self.fd, [self.buffer])]
+
+
+# What one read of the pipe takes at most: some three of admiss check's puts (_PIPE_SIZE).
+_READ_SIZE = 1 << 18
 
 
 _FRAME_HEAD = struct.Struct("<II").unpack_from

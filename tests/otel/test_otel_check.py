@@ -246,6 +246,21 @@ def test_only_check_s_exporter_runs_below_its_process_once_set_up(receiver, span
     assert process.returncode == 0
 
 
+
+@pytest.mark.skipif(not Path("/proc/sys/fs/pipe-max-size").exists(), reason="Linux's pipe sizes")
+def test_check_s_pipe_to_its_exporter_holds_some_ten_puts(receiver):
+    # admiss check puts 50 ms of a quick batch's facts at a time (some 90 KB): the default
+    # pipe of 64 KiB would make it wait for the exporter at every put.
+    import fcntl
+
+    from admiss.integrations import otel
+
+    telemetry = otel.telemetry_for(None, plain_env(OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url), spans=False)
+    size = fcntl.fcntl(telemetry._channel.process.stdin.fileno(), fcntl.F_GETPIPE_SZ)
+    telemetry.close()
+    limit = int(Path("/proc/sys/fs/pipe-max-size").read_text())
+    assert size == otel._PIPE_SIZE if limit >= otel._PIPE_SIZE else size < otel._PIPE_SIZE
+
 def test_an_exporter_started_for_nothing_ends_quietly_at_the_end_of_its_input():
     # A [telemetry] table that turns nothing on: the exporter started on seeing the table
     # gets no setup, and ends without a word when the run's end closes its input.

@@ -10,6 +10,7 @@ import marshal
 import random
 from pathlib import Path
 
+import pytest
 from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
@@ -460,6 +461,28 @@ def test_a_rubric_counts_once_telemetry_has_seen_it():
             assert new.counts == fields[3] + sum(c << otel._COUNT_BITS * n for n, c in enumerate(fields[4:7], 1))
     assert any(new.counts >> otel._COUNT_BITS for report in after for new in report.properties)
 
+
+
+@pytest.mark.parametrize("apart_ns, reports_a_put", [
+    (1_000, [1, otel._REPORTS_A_PUT, otel._REPORTS_A_PUT]),  # a quick batch: puts of a full count
+    (1_000_000, [1, 50, 50, 50]),  # a report every ms: a put every 50 ms of reports
+    (60_000_000, [1, 1, 1, 1]),  # a slow batch: each report as it comes
+])
+def test_facts_go_when_a_puts_count_is_full_or_50_ms_after_the_last_put(apart_ns, reports_a_put):
+    # Each put wakes the exporter process: a quick batch's facts go in large puts, a slow
+    # batch's as each report is made, and none is held longer than the next report.
+    rubric = admiss.compile_source(REPORT_RUBRIC, name="ops")
+    report = rubric.check(REPORT_BUNDLES[0], "b")
+    kept, clock = _Kept(), itertools.count(10**18, apart_ns)
+    facts = otel._ReportFacts(kept)
+    facts.clock = clock.__next__
+    for _ in range(sum(reports_a_put) + 3):
+        facts.add(report)
+    got = [sum(held[0] != otel._RUBRIC for held in group) for _, _, group in kept.puts]
+    assert got == reports_a_put + ([1, 1, 1] if apart_ns > otel._PUT_AFTER_NS else [])
+    assert all(len(group) <= otel._REPORTS_A_PUT for _, _, group in kept.puts)
+    facts.sent()
+    assert sum(count for _, count, _ in kept.puts) == (sum(reports_a_put) + 3) * len(report.properties)
 
 REPORT_RUBRIC = """RUBRIC ops "Operator claims"
 PROPERTY named_operator "Named operator evidence comes from a filing" {

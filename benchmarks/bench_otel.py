@@ -88,6 +88,9 @@ class _Run(NamedTuple):
     # The loopback receiver's CPU over the run: on a two-core machine it shares the core the
     # exporter runs on, which a collector on another host would not.
     receiver_cpu: float = 0.0
+    # The time the hypervisor ran something else on this machine's CPUs over the run (steal,
+    # /proc/stat), all CPUs summed: on a shared virtual machine it grows when both are busy.
+    steal: float = 0.0
 
 
 def _probed_env(folder: Path) -> dict[str, str]:
@@ -127,6 +130,15 @@ def _median(runs: list[_Run], field: str) -> float | None:
 
 def _ms(seconds: float | None) -> str:
     return "" if seconds is None else f"{seconds * 1000:.0f} ms"
+
+
+def _steal() -> float:
+    """Seconds of steal time so far, all CPUs summed (0 where /proc/stat has none)."""
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()
+        return int(fields[8]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
 
 
 def _process_cpu(pid: int) -> float:
@@ -172,9 +184,10 @@ def _batch(settings: Settings, port: int, receiver_pid: int) -> str:
                     for mode, config in list(configs.items())[::1 if index % 2 else -1]:
                         checked = command + ["check", "--rubric", str(rubric), "--format", "json",
                                              "--config", str(config), str(path)]
-                        receiver_before = _process_cpu(receiver_pid)
+                        receiver_before, steal_before = _process_cpu(receiver_pid), _steal()
                         process, measured = _probed_run(checked, out, env)
-                        measured = measured._replace(receiver_cpu=_process_cpu(receiver_pid) - receiver_before)
+                        measured = measured._replace(receiver_cpu=_process_cpu(receiver_pid) - receiver_before,
+                                                     steal=_steal() - steal_before)
                         _received(port)  # the receiver counts the run's records now, between runs
                         for problem in complaints([process], out, size):
                             print(f"!!! PROBLEM in the {tree} telemetry-{mode} batch of {size}: {problem}")
@@ -188,7 +201,7 @@ def _batch(settings: Settings, port: int, receiver_pid: int) -> str:
           f"of each after one untimed, interleaved{' with ' + settings.baseline_admiss if len(trees) > 1 else ''}; the "
           f"receiver got {after['posts'] - before['posts']} exports, {bytes_text(sent)}, {arrived} events of the "
           f"{expected} the runs made")
-    fields = ("wall", "check_cpu", "exporter_cpu", "receiver_cpu")
+    fields = ("wall", "check_cpu", "exporter_cpu", "receiver_cpu", "steal")
     rows = []
     for (tree, size, mode), taken in sorted(samples.items(), key=lambda item: (item[0][0], item[0][1], item[0][2])):
         rows.append([tree, str(size), mode, *(_ms(_median(taken, f)) for f in fields),
@@ -196,7 +209,7 @@ def _batch(settings: Settings, port: int, receiver_pid: int) -> str:
                      _ms(_median(taken, "check_ended"))])
     print_table("Medians per run (CPU from each process's own times; times after the run's launch)",
                 ["tree", "bundles", "telemetry", "wall", "check process CPU", "exporter CPU", "receiver CPU",
-                 "exporter started", "exporter ended", "check ended"], rows)
+                 "host's steal", "exporter started", "exporter ended", "check ended"], rows)
     split = []
     for tree in trees:
         for field in fields:

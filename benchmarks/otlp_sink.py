@@ -10,15 +10,16 @@ shares with it."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-
-from loopback import read_request, serve_forever
+import socket
+import threading
 
 RECEIVED = {"posts": 0, "bytes": 0, "log_records": 0, "spans": 0, "server_spans": 0}
 # The exports not yet counted: (the path posted to, the body).
-PENDING: list[tuple[str, bytes]] = []
+PENDING: list[tuple[str, bytearray]] = []
 EMPTY = b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n"
+# RECEIVED and PENDING are shared by the connections' threads.
+LOCK = threading.Lock()
 
 
 def _varint(data: bytes, at: int) -> tuple[int, int]:
@@ -70,25 +71,64 @@ def count(path: str, body: bytes) -> None:
                                         if number == 6 and kind == 0 and value == 2)
 
 
-async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    try:
-        while True:
-            head, body = await read_request(reader)
+def _read_request(connection: socket.socket, held: bytearray) -> tuple[bytes, bytearray] | None:
+    """(head, body) of the next request on a keep-alive connection, None at its end; ``held``
+    is what was read past the last request. The body is read straight into its own buffer
+    (recv_into): asyncio's stream reader copied each export's body two more times, 0.3
+    CPU-s of a 100,000-bundle run on the cores the run shares with this process."""
+    while b"\r\n\r\n" not in held:
+        chunk = connection.recv(65536)
+        if not chunk:
+            return None
+        held += chunk
+    head, _, rest = bytes(held).partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n"):
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    body = bytearray(length)
+    taken = min(length, len(rest))
+    body[:taken] = rest[:taken]
+    held[:] = rest[taken:]
+    view = memoryview(body)
+    while taken < length:
+        got = connection.recv_into(view[taken:])
+        if not got:
+            return None
+        taken += got
+    return head, body
+
+
+def answer(connection: socket.socket) -> None:
+    held = bytearray()
+    with connection:
+        while (request := _read_request(connection, held)) is not None:
+            head, body = request
             if head.startswith(b"POST"):
-                RECEIVED["posts"] += 1
-                RECEIVED["bytes"] += len(body)
-                PENDING.append((head.split(b" ", 2)[1].decode(), body))
-                writer.write(EMPTY)
-            else:
+                with LOCK:
+                    RECEIVED["posts"] += 1
+                    RECEIVED["bytes"] += len(body)
+                    PENDING.append((head.split(b" ", 2)[1].decode(), body))
+                connection.sendall(EMPTY)
+                continue
+            with LOCK:
                 for path, posted in PENDING:
-                    count(path, posted)
+                    count(path, bytes(posted))
                 PENDING.clear()
-                body = json.dumps(RECEIVED).encode()
-                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: "
-                             + str(len(body)).encode() + b"\r\n\r\n" + body)
-    except (asyncio.IncompleteReadError, ConnectionError):
-        writer.close()
+                said = json.dumps(RECEIVED).encode()
+            connection.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: "
+                               + str(len(said)).encode() + b"\r\n\r\n" + said)
+
+
+def serve_forever() -> None:
+    """Each connection in a thread of its own: an exporter keeps one or two open."""
+    listener = socket.create_server(("127.0.0.1", 0), backlog=1024)
+    print(listener.getsockname()[1], flush=True)
+    while True:
+        connection, _ = listener.accept()
+        threading.Thread(target=answer, args=(connection,), daemon=True).start()
 
 
 if __name__ == "__main__":
-    serve_forever(answer)
+    serve_forever()

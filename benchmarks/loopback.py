@@ -12,12 +12,17 @@ Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]
 async def read_request(reader: asyncio.StreamReader) -> tuple[bytes, bytes]:
     """(head, body) of the next HTTP/1.1 request on a keep-alive connection."""
     head = await reader.readuntil(b"\r\n\r\n")
+    return head, await reader.readexactly(content_length(head))
+
+
+def content_length(head: bytes) -> int:
+    """The Content-Length a request's head says (0 when it says none)."""
     length = 0
     for line in head.split(b"\r\n"):
         name, _, value = line.partition(b":")
         if name.strip().lower() == b"content-length":
             length = int(value)
-    return head, await reader.readexactly(length)
+    return length
 
 
 def serve_forever(handler: Handler) -> None:

@@ -14,6 +14,8 @@ import json
 import socket
 import threading
 
+from loopback import content_length
+
 RECEIVED = {"posts": 0, "bytes": 0, "log_records": 0, "spans": 0, "server_spans": 0}
 # The exports not yet counted: (the path posted to, the body).
 PENDING: list[tuple[str, bytearray]] = []
@@ -60,7 +62,7 @@ def _nested(data: bytes, *path: int):
             yield from _nested(value, *path[1:])
 
 
-def count(path: str, body: bytes) -> None:
+def count(path: str, body: bytes | bytearray) -> None:
     # resource_X 1 { scope_X 2 { records 2 } }, the same for logs and spans; a span's kind is field 6.
     records = list(_nested(body, 1, 2, 2))
     if path.startswith("/v1/logs"):
@@ -82,11 +84,7 @@ def _read_request(connection: socket.socket, held: bytearray) -> tuple[bytes, by
             return None
         held += chunk
     head, _, rest = bytes(held).partition(b"\r\n\r\n")
-    length = 0
-    for line in head.split(b"\r\n"):
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value)
+    length = content_length(head)
     body = bytearray(length)
     taken = min(length, len(rest))
     body[:taken] = rest[:taken]
@@ -114,7 +112,7 @@ def answer(connection: socket.socket) -> None:
                 continue
             with LOCK:
                 for path, posted in PENDING:
-                    count(path, bytes(posted))
+                    count(path, posted)
                 PENDING.clear()
                 said = json.dumps(RECEIVED).encode()
             connection.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: "

@@ -246,7 +246,6 @@ def test_only_check_s_exporter_runs_below_its_process_once_set_up(receiver, span
     assert process.returncode == 0
 
 
-
 @pytest.mark.skipif(not Path("/proc/sys/fs/pipe-max-size").exists(), reason="Linux's pipe sizes")
 def test_check_s_pipe_to_its_exporter_holds_some_ten_puts(receiver):
     # admiss check puts 50 ms of a quick batch's facts at a time (some 90 KB): the default
@@ -260,6 +259,7 @@ def test_check_s_pipe_to_its_exporter_holds_some_ten_puts(receiver):
     telemetry.close()
     limit = int(Path("/proc/sys/fs/pipe-max-size").read_text())
     assert size == otel._PIPE_SIZE if limit >= otel._PIPE_SIZE else size < otel._PIPE_SIZE
+
 
 def test_an_exporter_started_for_nothing_ends_quietly_at_the_end_of_its_input():
     # A [telemetry] table that turns nothing on: the exporter started on seeing the table

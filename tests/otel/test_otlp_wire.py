@@ -463,26 +463,27 @@ def test_a_rubric_counts_once_telemetry_has_seen_it():
 
 
 
-@pytest.mark.parametrize("apart_ns, reports_a_put", [
-    (1_000, [1, otel._REPORTS_A_PUT, otel._REPORTS_A_PUT]),  # a quick batch: puts of a full count
-    (1_000_000, [1, 50, 50, 50]),  # a report every ms: a put every 50 ms of reports
-    (60_000_000, [1, 1, 1, 1]),  # a slow batch: each report as it comes
+@pytest.mark.parametrize("apart_ns, reports, puts", [
+    # A quick batch: the first report goes at once, then puts of a full count; 3 are held.
+    (1_000, 2 * otel._REPORTS_A_PUT + 4, [1, otel._REPORTS_A_PUT, otel._REPORTS_A_PUT]),
+    (1_000_000, 154, [1, 50, 50, 50]),  # a report every ms: a put every 50 ms of reports; 3 held
+    (60_000_000, 7, [1] * 7),  # a slow batch: each report as it comes
 ])
-def test_facts_go_when_a_puts_count_is_full_or_50_ms_after_the_last_put(apart_ns, reports_a_put):
+def test_facts_go_when_a_puts_count_is_full_or_50_ms_after_the_last_put(apart_ns, reports, puts):
     # Each put wakes the exporter process: a quick batch's facts go in large puts, a slow
     # batch's as each report is made, and none is held longer than the next report.
     rubric = admiss.compile_source(REPORT_RUBRIC, name="ops")
     report = rubric.check(REPORT_BUNDLES[0], "b")
-    kept, clock = _Kept(), itertools.count(10**18, apart_ns)
+    kept = _Kept()
     facts = otel._ReportFacts(kept)
-    facts.clock = clock.__next__
-    for _ in range(sum(reports_a_put) + 3):
+    facts.clock = itertools.count(10**18, apart_ns).__next__
+    for _ in range(reports):
         facts.add(report)
-    got = [sum(held[0] != otel._RUBRIC for held in group) for _, _, group in kept.puts]
-    assert got == reports_a_put + ([1, 1, 1] if apart_ns > otel._PUT_AFTER_NS else [])
+    assert [sum(held[0] != otel._RUBRIC for held in group) for _, _, group in kept.puts] == puts
     assert all(len(group) <= otel._REPORTS_A_PUT for _, _, group in kept.puts)
     facts.sent()
-    assert sum(count for _, count, _ in kept.puts) == (sum(reports_a_put) + 3) * len(report.properties)
+    assert sum(count for _, count, _ in kept.puts) == reports * len(report.properties)
+
 
 REPORT_RUBRIC = """RUBRIC ops "Operator claims"
 PROPERTY named_operator "Named operator evidence comes from a filing" {

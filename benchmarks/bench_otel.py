@@ -3,12 +3,16 @@
 Batch: ``admiss check --format json`` over a JSONL file with ``--config`` naming an
 admiss.toml without a ``[telemetry]`` table (off) and one whose table points at a loopback
 OTLP/HTTP receiver (on: one gen_ai.evaluation.result event per property per bundle),
-interleaved run by run so that the machine's load falls on both alike (off first in one
-round, on first in the next; each round's on / off is printed too, beside the target's ratio
+interleaved run by run so that the machine's load falls on both alike (each round in another
+order; each round's on / off is printed too, beside the target's ratio
 of the medians: a host whose speed drifts over minutes moves the pair together), at 2,000 and 10,000
 bundles, so that what telemetry adds splits into a part per run (the exporter process's
 start-up, the wait at the end) and a part per bundle, and at 100,000 (the batch section's
-full size, a CI-sized batch), whose on / off is the target's figure. Each
+full size, a CI-sized batch), whose on / off is the target's figure. At that size a third kind
+of run, on with an exporter that reads its pipe and discards it (ADMISS_BENCH_DISCARD,
+cpu_probe/sitecustomize.py), splits what telemetry adds into the checking process's own share
+and what the exporter's work beside it adds (docs/performance.md, "Telemetry, fourteenth
+pass"). Each
 process's own CPU is read (cpu_probe/sitecustomize.py on the runs' PYTHONPATH): the
 checking process's and its exporter's, and when the exporter started and ended; and the
 receiver's over each run (it shares this machine's cores with the exporter). With
@@ -174,18 +178,24 @@ def _batch(settings: Settings, port: int, receiver_pid: int) -> str:
         configs["off"].write_text("[gates]\n")
         configs["on"].write_text(_telemetry_table(port))
         env = _probed_env(folder)
+        # On, with an exporter that reads its pipe and discards it (cpu_probe/): what the
+        # checking process's own share costs, apart from what the exporter's work beside it does.
+        envs = {"off": env, "on": env, "discarded": {**env, "ADMISS_BENCH_DISCARD": "1"}}
+        configs["discarded"] = configs["on"]
         before = _received(port)
         # A first round untimed: it writes the bytecode cache, as installing admiss does.
         for index in range(runs + 1):
             for size, path in bundles.items():
                 for tree, command in trees.items():
-                    # Off and on in turn, each round in the other order: the pair's ratio
+                    # Off, on (and discarded) in turn, each round in another order: a pair's ratio
                     # (paired_ratios) cancels what the host's speed does over minutes.
-                    for mode, config in list(configs.items())[::1 if index % 2 else -1]:
+                    # The discarded runs only at the largest size, the target's.
+                    modes = [mode for mode in configs if mode != "discarded" or size == largest]
+                    for mode in modes[index % len(modes):] + modes[:index % len(modes)]:
                         checked = command + ["check", "--rubric", str(rubric), "--format", "json",
-                                             "--config", str(config), str(path)]
+                                             "--config", str(configs[mode]), str(path)]
                         receiver_before, steal_before = _process_cpu(receiver_pid), _steal()
-                        process, measured = _probed_run(checked, out, env)
+                        process, measured = _probed_run(checked, out, envs[mode])
                         measured = measured._replace(receiver_cpu=_process_cpu(receiver_pid) - receiver_before,
                                                      steal=_steal() - steal_before)
                         _received(port)  # the receiver counts the run's records now, between runs
@@ -234,6 +244,15 @@ def _batch(settings: Settings, port: int, receiver_pid: int) -> str:
         paired = paired_ratios(samples["this", size, "on"], samples["this", size, "off"])
         print(f"{size} bundles, each on run over the off run beside it: median {statistics.median(paired):.3f}, "
               f"{min(paired):.3f} to {max(paired):.3f} over the {len(paired)} rounds")
+    # The same on runs against the discarded ones: what the checking process's own share adds,
+    # and what the exporter's work beside it adds to that.
+    for tree in trees:
+        own = paired_ratios(samples[tree, largest, "discarded"], samples[tree, largest, "off"])
+        beside = paired_ratios(samples[tree, largest, "on"], samples[tree, largest, "discarded"])
+        print(f"{tree}, {largest} bundles, with the exporter discarding what it reads, over off (the checking "
+              f"process's own share): median {statistics.median(own):.3f} ({min(own):.3f} to {max(own):.3f}); "
+              f"on over that (the exporter's work beside it): median {statistics.median(beside):.3f} "
+              f"({min(beside):.3f} to {max(beside):.3f})")
     ratio = ratios[largest]
     verdict = target_text(f"batch time on <= {TARGET_BATCH:g}x off", ratio <= TARGET_BATCH and arrived == expected,
                           f"on / off = {ratio:.3f} by median ({(ratio - 1) * 100:+.1f} %) at {largest} bundles (the "
@@ -246,7 +265,7 @@ def _batch(settings: Settings, port: int, receiver_pid: int) -> str:
 
 
 def paired_ratios(on: list[_Run], off: list[_Run]) -> list[float]:
-    """Each round's on run's wall time over its off run's (the two ran one after the other)."""
+    """Each round's ``on`` run's wall time over its ``off`` run's (both of one round, run in turn)."""
     return [a.wall / b.wall for a, b in zip(on, off)]
 
 

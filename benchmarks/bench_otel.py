@@ -174,14 +174,14 @@ def _batch(settings: Settings, port: int, receiver_pid: int) -> str:
         bundles = {size: folder / f"{size}.jsonl" for size in sizes}
         for size, path in bundles.items():
             datagen.write_jsonl(path, datagen.targeted_bundles(size, ITEMS, props))
-        configs = {"off": folder / "off.toml", "on": folder / "on.toml"}
-        configs["off"].write_text("[gates]\n")
-        configs["on"].write_text(_telemetry_table(port))
+        off, on = folder / "off.toml", folder / "on.toml"
+        off.write_text("[gates]\n")
+        on.write_text(_telemetry_table(port))
         env = _probed_env(folder)
-        # On, with an exporter that reads its pipe and discards it (cpu_probe/): what the
-        # checking process's own share costs, apart from what the exporter's work beside it does.
-        envs = {"off": env, "on": env, "discarded": {**env, "ADMISS_BENCH_DISCARD": "1"}}
-        configs["discarded"] = configs["on"]
+        # Each mode's config and environment. Discarded: on, with an exporter that reads its pipe
+        # and discards it (cpu_probe/): the checking process's own share, apart from what the
+        # exporter's work beside it does.
+        modes_of = {"off": (off, env), "on": (on, env), "discarded": (on, {**env, "ADMISS_BENCH_DISCARD": "1"})}
         before = _received(port)
         # A first round untimed: it writes the bytecode cache, as installing admiss does.
         for index in range(runs + 1):
@@ -190,12 +190,13 @@ def _batch(settings: Settings, port: int, receiver_pid: int) -> str:
                     # Off, on (and discarded) in turn, each round in another order: a pair's ratio
                     # (paired_ratios) cancels what the host's speed does over minutes.
                     # The discarded runs only at the largest size, the target's.
-                    modes = [mode for mode in configs if mode != "discarded" or size == largest]
+                    modes = [mode for mode in modes_of if mode != "discarded" or size == largest]
                     for mode in modes[index % len(modes):] + modes[:index % len(modes)]:
+                        config, mode_env = modes_of[mode]
                         checked = command + ["check", "--rubric", str(rubric), "--format", "json",
-                                             "--config", str(configs[mode]), str(path)]
+                                             "--config", str(config), str(path)]
                         receiver_before, steal_before = _process_cpu(receiver_pid), _steal()
-                        process, measured = _probed_run(checked, out, envs[mode])
+                        process, measured = _probed_run(checked, out, mode_env)
                         measured = measured._replace(receiver_cpu=_process_cpu(receiver_pid) - receiver_before,
                                                      steal=_steal() - steal_before)
                         _received(port)  # the receiver counts the run's records now, between runs

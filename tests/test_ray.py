@@ -180,10 +180,9 @@ def test_the_cli_is_quiet_and_shows_bad_lines_in_order_over_several_ranges(tmp_p
     # than admiss_cli's 60 s timeout with the test session's own Ray instance running.
     ran = subprocess.run([sys.executable, "-m", "admiss", "check", "--ray", "local", "--rubric", "sec.rubric",
                           "-o", "out", *inputs], cwd=tmp_path, capture_output=True, timeout=300)
-    # CI once saw exit code 1 here after a complete stderr: the summary says whether the
-    # run's own counts were wrong or its exit code was changed after it (Ray's shutdown).
-    # The counts come first in the message: pytest cuts a long one in its middle, as it cut the
-    # summary's when this failed again (2026-12-04).
+    # CI saw exit code 1 here twice: the summary's counts say whether the run's own counts
+    # were wrong or its exit code was changed after them (Ray's shutdown). They come first in
+    # the message, which pytest cuts in its middle when it is long.
     summary = tmp_path / "out" / "summary.json"
     counts = json.loads(summary.read_text())["by_verdict"] if summary.exists() else "no summary.json"
     assert ran.returncode == 2, (f"by_verdict {counts}; {ran.stderr.count(b'B001')} B001 on stderr, which ends "

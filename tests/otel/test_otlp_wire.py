@@ -462,7 +462,6 @@ def test_a_rubric_counts_once_telemetry_has_seen_it():
     assert any(new.counts >> otel._COUNT_BITS for report in after for new in report.properties)
 
 
-
 @pytest.mark.parametrize("apart_ns, reports, puts", [
     # A quick batch: the first report goes at once, then puts of a full count; 3 are held.
     (1_000, 2 * otel._REPORTS_A_PUT + 4, [1, otel._REPORTS_A_PUT, otel._REPORTS_A_PUT]),

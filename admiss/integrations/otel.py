@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import atexit
 import collections
-import itertools
 import json
 import marshal
 import operator
@@ -33,7 +32,7 @@ import os
 import struct
 import sys
 import time
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, NamedTuple
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, NamedTuple, Sequence
 
 from admiss import __version__
 from admiss.integrations import otlp_wire
@@ -144,10 +143,11 @@ class Telemetry:
             return
         if plan.traces and spans:
             self.tracer = self._tracer(plan, environ)
-        self._facts = None
         if plan.logs == "otlp":
             self._events = _WireEvents(self._channel)
             self._facts = _ReportFacts(self._channel)
+            # Each report straight to its facts (report below): a call fewer a bundle.
+            self.report = self._facts.add  # type: ignore[method-assign]
         elif plan.logs:
             self._events = _SdkEvents(self._sdk_provider("logs", plan, environ))
 
@@ -180,11 +180,9 @@ class Telemetry:
 
     def report(self, report: Any) -> None:
         """The events of one check report: each property's verdict, each gate's decision.
-        Over OTLP the report's facts go to the exporter process, which makes the events
-        (_ReportFacts); to the console, they are made here, through the SDK."""
-        if self._facts is not None:
-            self._facts.add(report)
-            return
+        Over OTLP the report's facts go to the exporter process, which makes the events (in
+        place of this method, __init__ puts _ReportFacts.add); to the console, they are made
+        here, through the SDK."""
         if self._events is None:
             return
         emit_report(self._events, self._events.prepare(report_common(report)),
@@ -405,8 +403,8 @@ def report_parents(report: Any) -> tuple[list[tuple[int, int, int] | None], tupl
     """Of a check report: per property the span its event names (a checked OTel trace's
     span whose step was the evidence, else None), the span its gates' events name, and
     the gates' events."""
-    # Most bundles come from no OTel trace: one look at their evidence spares one per property.
-    traced = _has_step(report.evidence) and _evidence_span(report.evidence) is not None
+    # Only a checked trace's evidence items are its steps (a bundle's "step" keys name no span).
+    traced = report.trace is not None and _evidence_span(report.evidence) is not None
     parents = [_evidence_span(r.admitted or [item for item, _ in r.excluded]) if traced else None
                for r in report.properties]
     if report.chain is None:
@@ -428,9 +426,9 @@ def emit_report(events: Any, common: Any, fields: Iterable[tuple], parents: Iter
 
 # A property's counts go packed in one number (_ReportFacts), this many bits a count: its
 # admitted count in the lowest bits, then forbidden, inadmissible and shortcut-rejected
-# (CountingProperty.check sums them as it classifies). Four counts of 7 bits stay under
-# 2**30, one digit of CPython's ints, whose sums take the quick path; no count passes the
-# number of items, so bundles of more than _COUNT_MASK items are told in full.
+# (CountingProperty.check counts them as it classifies). Four counts of 7 bits stay under
+# 2**30, one digit of CPython's ints; no count passes the number of items, so bundles of
+# more than _COUNT_MASK items are told in full.
 _COUNT_BITS = 7
 _COUNT_MASK = (1 << _COUNT_BITS) - 1
 # One property's head kept by one int (_Reports._heads): its place among the rubrics'
@@ -438,10 +436,11 @@ _COUNT_MASK = (1 << _COUNT_BITS) - 1
 _PACKED_BITS = 4 * _COUNT_BITS
 _REASON_WEIGHTS = {"forbidden": 1 << _COUNT_BITS, "inadmissible": 1 << 2 * _COUNT_BITS,
                    "shortcut-rejected": 1 << 3 * _COUNT_BITS}
-_STEPS = itertools.repeat("step")
-# The facts _ReportFacts hands over: a report of the common shape (its properties' counts),
-# a report told in full, a rubric.
-_COUNTED, _FULL, _RUBRIC = 0, 1, 2
+# The facts _ReportFacts hands over begin with a number: a report of the common shape's is
+# its rubric's (0 and up: its properties' counts follow); a report told in full's, and a
+# rubric's, are these.
+_FULL, _RUBRIC = -1, -2
+_COUNTS = operator.attrgetter("counts")
 # The facts go to the exporter process when this many reports are held, or with a report
 # that comes this long after the last put: each put wakes the exporter, and a wake for every
 # 64 reports (every 6 ms of a quick batch) cost it a fifth more CPU than one every 50 ms
@@ -452,8 +451,8 @@ _REPORTS_A_PUT, _PUT_AFTER_NS = 1024, 50_000_000
 class _ReportFacts:
     """admiss check's reports, handed to the exporter process as the few facts their events
     are made of; the exporter process makes the events (_Reports), the same records
-    Telemetry.report would make here. Per report of the common shape (no chain, no span
-    named, at most _COUNT_MASK items): its rubric by number (the rubric's name, and per
+    Telemetry.report would make here. Per report of the common shape (no chain, no trace
+    checked, at most _COUNT_MASK items): its rubric by number (the rubric's name, and per
     property its name, DEFAULT, verdicts and rationales, go once, _RUBRIC), its bundle's
     name, its time, and per property one number, its counts, which the checker made as it
     classified the items (a rubric's properties count from its first report on:
@@ -476,27 +475,29 @@ class _ReportFacts:
         known = self.rubrics.get(report.rubric)
         if known is None:
             known = self._rubric(report.rubric)
-        evidence = report.evidence
-        facts = None
         now = self.clock()
-        if report.chain is None and len(props) == known[1] and len(evidence) <= _COUNT_MASK \
-                and not _may_have_step(evidence):
-            try:
-                # A list comprehension: 2.8k instructions for 3 properties where list(map(...)) took 5.8k.
-                facts = (_COUNTED, known[0], report.bundle_name or "", now, [r.counts for r in props])
-                self.count += len(props)
-            except AttributeError:  # checked before its rubric's properties counted: its first report
-                pass
-        if facts is None:
-            parents, gate_parent, gates = report_parents(report)
-            facts = (_FULL, known[0], report.bundle_name or "", now,
-                     [property_fields(r) for r in props], parents, gate_parent, gates)
-            self.count += len(props) + len(gates)
         held = self.held
-        held.append(facts)
+        # A report of no trace (report.trace) has no evidence step whose span its events name.
+        if report.chain is None and report.trace is None and len(props) == known[1] \
+                and len(report.evidence) <= _COUNT_MASK:
+            try:
+                # One flat tuple, the counts in it: 0.2k instructions a report fewer than with
+                # the counts in a list of their own (docs/performance.md, "fifteenth pass").
+                held.append((known[0], report.bundle_name or "", now, *map(_COUNTS, props)))
+                self.count += known[1]
+            except AttributeError:  # checked before its rubric's properties counted: its first report
+                self._told_in_full(report, known[0], now)
+        else:
+            self._told_in_full(report, known[0], now)
         if len(held) >= _REPORTS_A_PUT or now - self.put_ns >= _PUT_AFTER_NS:
             self.put_ns = now
             self.sent()
+
+    def _told_in_full(self, report: Any, number: int, now: int) -> None:
+        parents, gate_parent, gates = report_parents(report)
+        self.held.append((_FULL, number, report.bundle_name or "", now,
+                          [property_fields(r) for r in report.properties], parents, gate_parent, gates))
+        self.count += len(report.properties) + len(gates)
 
     def _rubric(self, rubric: Any) -> tuple[int, int]:
         known = self.rubrics[rubric] = (len(self.rubrics), len(rubric.properties))
@@ -517,15 +518,6 @@ def _escaped(text: bytes) -> bytes:
 
 
 _ESCAPED_EVENT_NAME = _escaped(_EVENT_NAME)
-
-
-def _may_have_step(items: list[Any]) -> bool:
-    """Whether any item may have a step (_has_step's answer, or True for an item that is
-    no dict), looked at in C: 0.2 µs a bundle of 6 items where _has_step takes 0.9."""
-    try:
-        return any(map(operator.contains, items, _STEPS))
-    except TypeError:  # an item that holds nothing: report_parents looks at it properly
-        return True
 
 
 def _property_row(prop: Any) -> tuple:
@@ -801,7 +793,9 @@ class _Channel:
         2 ms of CPU."""
         out = []
         for _, count, facts in (entry for entry in queued if entry[0] == b"C"):  # _ReportFacts'
-            encoded = marshal.dumps(facts)
+            # Version 2: the later versions look up every object written in a table of
+            # references, which facts never share (0.7k instructions a report, callgrind).
+            encoded = marshal.dumps(facts, 2)
             out += (b"C", _HEAD(count, len(encoded)), encoded)
         for kind, size in self.sizes.items():
             group: list[bytes] = []
@@ -1110,15 +1104,6 @@ def _call_attributes(entry: Mapping[str, Any]) -> dict[str, Any]:
 # ---------------------------------------------------------------- the span evaluated
 
 
-def _has_step(items: Iterable[Mapping[str, Any]]) -> bool:
-    """Whether any item has a step: a quicker look than _evidence_span's (1.4 µs a
-    bundle), for the bundles of most batches, whose items have none."""
-    for item in items:
-        if type(item) is dict and "step" in item:
-            return True
-    return False
-
-
 def _evidence_span(items: Iterable[Mapping[str, Any]]) -> tuple[int, int, int] | None:
     """(trace id, span id, sampled flag) of the first item that came from an OTel trace's
     span (its step names the span and trace ids), so the event is parented to the span it
@@ -1200,8 +1185,9 @@ class _Reports(_Maker):
         # twelfth pass"); made in this loop itself, which spares a method call a report.
         shapes, logs, stamp_of = self.shapes, self.batches[b"L"].add, otlp_wire.FIXED64
         for facts in marshal.loads(frame):
-            if facts[0] == _COUNTED:
-                _, number, bundle, time_ns, counts = facts
+            number = facts[0]
+            if number >= 0:
+                bundle, time_ns, counts = facts[1], facts[2], facts[3:]
                 name = bundle.encode("utf-8", otlp_wire.TEXT_ERRORS)
                 template = shapes.get((number, len(name), *counts))
                 if template is None:
@@ -1209,7 +1195,7 @@ class _Reports(_Maker):
                 form, events = template
                 stamp = stamp_of(time_ns)
                 logs(events, form % ((stamp, name, stamp) * events))
-            elif facts[0] == _FULL:
+            elif number == _FULL:
                 self._told_in_full(*facts[1:])
             else:
                 self.first_property[facts[1]] = sum(len(rubric[1]) for rubric in self.rubrics.values())
@@ -1219,7 +1205,7 @@ class _Reports(_Maker):
     def _prepared(self, number: int, bundle: str, time_ns: int) -> bytes:
         return self.events.prepare({"admiss.rubric": self.rubrics[number][0], "admiss.bundle": bundle}, time_ns)
 
-    def _template(self, number: int, bundle: str, name: bytes, counts: list[int]) -> tuple[bytes, int]:
+    def _template(self, number: int, bundle: str, name: bytes, counts: Sequence[int]) -> tuple[bytes, int]:
         """The events of a report of the common shape whose bundle's name is as long as
         ``name``, as a %-format of (time, the bundle's name, time) an event, and their count;
         kept for the reports of that shape. A batch's bundles come in many shapes (the
@@ -1253,11 +1239,11 @@ class _Reports(_Maker):
         self.shapes_size += len(template[0])
         return template
 
-    def _heads(self, number: int, counts: list[int]) -> list[tuple]:
+    def _heads(self, number: int, counts: Sequence[int]) -> list[tuple]:
         """The events' heads of a report of the common shape, made from its properties' fields."""
         return [self.events.kept(key)[1] for key in self._fields(number, counts)]
 
-    def _fields(self, number: int, counts: list[int]) -> list[tuple]:
+    def _fields(self, number: int, counts: Sequence[int]) -> list[tuple]:
         """The property_fields of a report of the common shape, from its properties' counts."""
         fields = []
         for (name, default, some_verdict, some_rationale, no_verdict, no_rationale), packed in zip(

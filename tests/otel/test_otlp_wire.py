@@ -268,19 +268,24 @@ def _through_the_exporter(reports, clock=None) -> tuple[bytes, int]:
     made = otel._Reports({b"L": batch})
     for kind, count, held in kept.puts:
         assert kind == b"C"
-        made.add(count, marshal.dumps(held))  # as the writer thread frames them
+        made.add(count, marshal.dumps(held, 2))  # as _Channel._frames frames them
     assert batch.count == sum(count for _, count, _ in kept.puts)
     return b"".join(batch.records), batch.count
 
 
-def _kinds(reports) -> list[int]:
-    """How _ReportFacts hands over each of ``reports`` (_COUNTED or _FULL)."""
+COUNTED = "counted"
+
+
+def _kinds(reports) -> list:
+    """How _ReportFacts hands over each of ``reports``: COUNTED (a report of the common
+    shape, its facts led by its rubric's number) or otel._FULL."""
     kept = _Kept()
     facts = otel._ReportFacts(kept)
     for report in reports:
         facts.add(report)
     facts.sent()
-    return [held[0] for _, _, group in kept.puts for held in group if held[0] != otel._RUBRIC]
+    return [COUNTED if held[0] >= 0 else held[0] for _, _, group in kept.puts for held in group
+            if held[0] != otel._RUBRIC]
 
 
 def _reports():
@@ -331,7 +336,7 @@ def _both_ways(reports) -> tuple[ExportLogsServiceRequest, ExportLogsServiceRequ
 def test_a_checked_reports_events_decode_as_the_sdks_do():
     reports = _reports()
     got, expected = _both_ways(reports + reports)[:2]  # the second time from the kept encodings
-    assert {otel._FULL, otel._COUNTED} <= set(_kinds(reports))
+    assert {otel._FULL, COUNTED} <= set(_kinds(reports))
     records = [got.resource_logs[0].scope_logs[0].log_records, expected.resource_logs[0].scope_logs[0].log_records]
     assert got == expected
     count = _through_the_exporter(reports + reports)[1]
@@ -346,6 +351,27 @@ def test_a_checked_reports_events_decode_as_the_sdks_do():
     assert any(record.span_id for record in records[0]) and not all(record.span_id for record in records[0])
 
 
+def test_a_bundles_step_keys_name_no_span_and_only_a_traces_steps_do():
+    # A span is named only for a checked trace's steps (report.trace): a bundle whose items
+    # carry "step" keys shaped like a trace's, span and trace ids included, goes as counts,
+    # and no event of it names a span, either way its events are made.
+    rubric = admiss.compile_source(REPORT_RUBRIC, name="ops")
+    step = {"span_id": "00f067aa0ba902b7", "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736"}
+    bundles = [{"evidence": [{**item, "step": step} for item in bundle["evidence"]]} for bundle in REPORT_BUNDLES]
+    first = rubric.check(bundles[0], "first")
+    otel._ReportFacts(_Kept()).add(first)
+    reports = [first] + [rubric.check(bundle, f"b{n}") for n, bundle in enumerate(bundles)]
+    assert set(_kinds(reports[1:])) == {COUNTED}
+    got, expected, _ = _both_ways(reports)
+    assert got == expected
+    assert not any(record.span_id for record in got.resource_logs[0].scope_logs[0].log_records)
+    traced = admiss.compile_source("PROPERTY tools { ADMIT procedurally_sound_tool_call }\n", name="tools")
+    trace = traced.check(json.loads(PYDANTIC_AI_TRACE.read_text()), "trace")
+    assert _kinds([trace, trace]) == [otel._FULL, otel._FULL]
+    got = _both_ways([trace])[0]
+    assert all(record.span_id for record in got.resource_logs[0].scope_logs[0].log_records)
+
+
 def test_reports_of_one_shape_keep_their_own_bundles_names_and_times():
     # A report of the common shape is its shape's kept events with its time and bundle's
     # name put in by a %-format (otel._Reports._template): names that are format text
@@ -356,7 +382,7 @@ def test_reports_of_one_shape_keep_their_own_bundles_names_and_times():
     first = rubric.check(REPORT_BUNDLES[0], "first")
     otel._ReportFacts(_Kept()).add(first)  # the rubric's first report is told in full
     reports = [first] + [rubric.check(bundle, name) for name in names for bundle in REPORT_BUNDLES]
-    assert set(_kinds(reports[1:])) == {otel._COUNTED}
+    assert set(_kinds(reports[1:])) == {COUNTED}
     got, expected, count = _both_ways(reports)
     assert got == expected
     records = got.resource_logs[0].scope_logs[0].log_records
@@ -439,7 +465,7 @@ def test_a_reports_counts_at_their_packings_limit_and_past_it():
     first = rubric.check(bundles[0], "first")  # checked before telemetry saw the rubric
     otel._ReportFacts(_Kept()).add(first)
     reports = [rubric.check(bundle, "big") for bundle in bundles]
-    assert _kinds([first, *reports]) == [otel._FULL, otel._COUNTED, otel._FULL]
+    assert _kinds([first, *reports]) == [otel._FULL, COUNTED, otel._FULL]
     made, _ = _through_the_exporter([first, *reports])
     # named_operator: as the items say; stated_output: every item is inadmissible to it.
     assert _counts_received(made) == [

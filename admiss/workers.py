@@ -25,6 +25,7 @@ it and reports that bundle E183; the rest of its piece is checked by a new worke
 
 from __future__ import annotations
 
+import multiprocessing.util
 import os
 import select
 import signal
@@ -142,6 +143,11 @@ def _start_worker(run: CheckRun, shared: Any, worker: int, parent: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     freeze_long_lived()
     _state = _WorkerState(run, shared, worker * _SLOT)
+    if run.telemetry is not None:
+        # A worker ends through multiprocessing's exit, which runs its finalizers and no atexit
+        # handler: this one waits until the worker's exporter has sent what it holds, so the
+        # parent, which waits for its workers, ends after every event is out.
+        multiprocessing.util.Finalize(None, run.telemetry.close, exitpriority=10)
     shared[_state.base + _PID] = os.getpid()
     threading.Thread(target=_end_with, args=(parent,), name="admiss-parent-watch", daemon=True).start()
 

@@ -38,7 +38,9 @@ def attributes_of(holder: Any) -> dict[str, Any]:
 
 
 class Receiver:
-    def __init__(self) -> None:
+    def __init__(self, delay_s: float = 0.0) -> None:
+        """``delay_s``: each POST is read only after this long, as a far collector's answer
+        comes late (what arrives is recorded once read)."""
         self.requests: dict[str, list[Any]] = {path: [] for path in _DECODERS}
         # Each POST's path and headers (names in lower case), as it came.
         self.posts: list[tuple[str, dict[str, str]]] = []
@@ -47,6 +49,7 @@ class Receiver:
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
+                time.sleep(delay_s)
                 decoders = _DECODERS.get(self.path)
                 body = self.rfile.read(int(self.headers.get("content-length", 0)))
                 with receiver.lock:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from otlp_receiver import attributes_of, events
+from otlp_receiver import Receiver, attributes_of, events
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "gates"))
 
@@ -147,17 +147,28 @@ def test_a_bad_telemetry_table_is_a_located_error(tmp_path):
     assert result.returncode == 2 and "did you mean 'endpoint'?" in result.stderr
 
 
-def test_jobs_workers_send_every_bundles_events(tmp_path, receiver):
+def test_jobs_workers_send_every_bundles_events_before_the_run_ends(tmp_path):
+    # Each worker's exporter sends what it holds before the worker ends, and the run ends
+    # after its workers: with a collector that answers late, every event has arrived when
+    # the admiss process has exited (a container that stops with it would lose the rest).
+    # Its output goes to files: a pipe would be held open by any exporter still running,
+    # and reading it to its end would wait for them.
     rubric, _ = write_case(tmp_path)
     lines = tmp_path / "many.jsonl"
-    lines.write_text("".join(json.dumps(BUNDLE) + "\n" for _ in range(40)))
-    result = check(tmp_path, "--rubric", str(rubric), "--jobs", "2", "--format", "json", str(lines),
-                   env=plain_env(OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url))
-    assert result.returncode == 1, result.stderr
-    assert receiver.wait_for(lambda r: len(events(r)) >= 120)
-    names = [attributes_of(r)["admiss.bundle"] for r in events(receiver)]
-    assert sorted(set(names)) == sorted(f"{lines}:{n}" for n in range(1, 41))
-    assert len(names) == 120
+    lines.write_text("".join(json.dumps(BUNDLE) + "\n" for _ in range(400)))  # pieces for both workers
+    receiver = Receiver(delay_s=1.0).start()
+    try:
+        with open(tmp_path / "out", "wb") as out, open(tmp_path / "err", "wb") as err:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "admiss", "check", "--rubric", str(rubric), "--jobs", "2", "--format", "json",
+                 str(lines)], cwd=tmp_path, stdout=out, stderr=err, env=plain_env(OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url))
+            code = process.wait(timeout=120)
+        names = [attributes_of(r)["admiss.bundle"] for r in events(receiver)]
+    finally:
+        receiver.stop()
+    assert code == 1, (tmp_path / "err").read_text()
+    assert sorted(set(names)) == sorted(f"{lines}:{n}" for n in range(1, 401))
+    assert len(names) == 1200
 
 
 def test_events_of_a_checked_otel_trace_name_the_span_they_evaluate(tmp_path, receiver):

@@ -327,6 +327,9 @@ _KEPT_SHAPES = 16384
 # ... and at most this many bytes of their templates (_Reports._template): 16,384 shapes of
 # 3 properties hold some 25 MB, of 10 properties some 80.
 _KEPT_SHAPES_SIZE = 32 << 20
+# Events kept as format text by their property's key and their bundle's name's length
+# (_Reports._forms), from which a new shape's template is joined: some 500 bytes each.
+_KEPT_FORMS = 16384
 
 
 class _WireEvents:
@@ -1174,6 +1177,8 @@ class _Reports(_Maker):
         # a bundle's name's length → its attribute's bytes before the name, as format text,
         # and the attribute's length
         self.name_prefixes: dict[int, tuple[bytes, int]] = {}
+        # (a property's key, a bundle's name's length) → its event as format text (_forms)
+        self.forms: dict[tuple[int, int], bytes] = {}
         # number → its first property's place among all the rubrics' properties (_heads' keys)
         self.first_property: dict[int, int] = {}
 
@@ -1211,33 +1216,45 @@ class _Reports(_Maker):
         kept for the reports of that shape. A batch's bundles come in many shapes (the
         benchmark's 100,000 in 16,215 with their names' lengths), their properties' counts
         in few (582): each event's head and rubric are kept by its property's key (see
-        _heads), the bundle attribute's bytes before the name by the name's length."""
+        _heads), the bundle attribute's bytes before the name by the name's length, and
+        each event made of the two by both (_forms)."""
         if len(self.shapes) >= _KEPT_SHAPES or self.shapes_size >= _KEPT_SHAPES_SIZE:
             self.shapes.clear()
             self.shapes_size = 0
         first, size = self.first_property[number], len(name)
         keys = [(first + index) << _PACKED_BITS | packed for index, packed in enumerate(counts)]
-        kept = self.events_kept
-        events = [kept.get(key) for key in keys]
+        forms = self.forms
+        events = [forms.get((key, size)) for key in keys]
         if None in events:
+            events = self._forms(number, bundle, counts, keys, size)
+        template = self.shapes[(number, size, *counts)] = (b"".join(events), len(counts))
+        self.shapes_size += len(template[0])
+        return template
+
+    def _forms(self, number: int, bundle: str, counts: Sequence[int], keys: list[int], size: int) -> list[bytes]:
+        """Each event of a report of the common shape, its properties' keys ``keys``, whose
+        bundle's name is ``size`` bytes long, as a %-format of (time, the bundle's name,
+        time); kept by (key, size) for the next shapes made of them."""
+        kept = self.events_kept
+        heads = [kept.get(key) for key in keys]
+        if None in heads:
             if len(kept) >= _KEPT_PROPERTIES:
                 kept.clear()
             rubric = self.rubrics[number][2]
-            events = [(_escaped(head + rubric), rest + len(rubric)) for head, rest in self._heads(number, counts)]
-            kept.update(zip(keys, events))
+            heads = [(_escaped(head + rubric), rest + len(rubric)) for head, rest in self._heads(number, counts)]
+            kept.update(zip(keys, heads))
         prefix = self.name_prefixes.get(size)
         if prefix is None:
             # The attribute's encoding ends with the name; what comes before it depends only on its length.
             attribute = self.bundle("admiss.bundle", bundle)
             prefix = self.name_prefixes[size] = (_escaped(attribute[:len(attribute) - size]), len(attribute))
         # event_in_scope's parts, the times and the name left out.
-        parts = []
-        for head, rest in events:
-            parts += (_escaped(b"\x12" + otlp_wire.varint(rest + prefix[1]) + b"\x09"), b"%b", head, prefix[0],
-                      b"%b\x59%b", _ESCAPED_EVENT_NAME)
-        template = self.shapes[(number, size, *counts)] = (b"".join(parts), len(counts))
-        self.shapes_size += len(template[0])
-        return template
+        forms = [b"".join((_escaped(b"\x12" + otlp_wire.varint(rest + prefix[1]) + b"\x09"), b"%b", head, prefix[0],
+                           b"%b\x59%b", _ESCAPED_EVENT_NAME)) for head, rest in heads]
+        if len(self.forms) >= _KEPT_FORMS:
+            self.forms.clear()
+        self.forms.update(zip([(key, size) for key in keys], forms))
+        return forms
 
     def _heads(self, number: int, counts: Sequence[int]) -> list[tuple]:
         """The events' heads of a report of the common shape, made from its properties' fields."""

@@ -399,6 +399,20 @@ def test_reports_of_one_shape_keep_their_own_bundles_names_and_times():
     assert stamps == sorted(set(stamps)) and len(stamps) == len(reports)
 
 
+def test_the_exporters_kept_events_cleared_at_their_bounds_make_the_same_records(monkeypatch):
+    # The exporter keeps shapes' templates, events and heads up to their bounds, then starts
+    # again: with every bound at one, each report clears what the one before it kept, and
+    # the records are still those the SDK makes.
+    for bound in ("_KEPT_SHAPES", "_KEPT_FORMS", "_KEPT_PROPERTIES"):
+        monkeypatch.setattr(otel, bound, 1)
+    rubric = admiss.compile_source(REPORT_RUBRIC, name="ops")
+    first = rubric.check(REPORT_BUNDLES[0], "first")
+    otel._ReportFacts(_Kept()).add(first)
+    reports = [first] + [rubric.check(bundle, name) for name in ("a", "bb", "c", "dd") for bundle in REPORT_BUNDLES]
+    got, expected, _ = _both_ways(reports + reports)
+    assert got == expected
+
+
 def test_a_lone_surrogate_is_written_as_its_escape_and_the_export_stays_whole():
     # Where the SDK's encoder drops an attribute whose text is not UTF-8, and the records
     # written with it would make a collector refuse the whole export, the wire writes the

@@ -1249,12 +1249,12 @@ class _Reports(_Maker):
             attribute = self.bundle("admiss.bundle", bundle)
             prefix = self.name_prefixes[size] = (_escaped(attribute[:len(attribute) - size]), len(attribute))
         # event_in_scope's parts, the times and the name left out.
-        forms = [b"".join((_escaped(b"\x12" + otlp_wire.varint(rest + prefix[1]) + b"\x09"), b"%b", head, prefix[0],
-                           b"%b\x59%b", _ESCAPED_EVENT_NAME)) for head, rest in heads]
+        made = [b"".join((_escaped(b"\x12" + otlp_wire.varint(rest + prefix[1]) + b"\x09"), b"%b", head, prefix[0],
+                          b"%b\x59%b", _ESCAPED_EVENT_NAME)) for head, rest in heads]
         if len(self.forms) >= _KEPT_FORMS:
             self.forms.clear()
-        self.forms.update(zip([(key, size) for key in keys], forms))
-        return forms
+        self.forms.update(zip([(key, size) for key in keys], made))
+        return made
 
     def _heads(self, number: int, counts: Sequence[int]) -> list[tuple]:
         """The events' heads of a report of the common shape, made from its properties' fields."""
